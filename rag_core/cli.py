@@ -1,0 +1,230 @@
+"""Command line (DESIGN.md §6): a stable contract that benchmarks and outside checks use.
+
+Bad input → exit code 2 and one line on stderr. `--json` prints machine-readable output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from .errors import GroundworkError
+
+EXIT_BAD_INPUT = 2
+
+
+def _emit(args, payload, human: str) -> None:
+    if getattr(args, "json", False):
+        print(json.dumps(payload, ensure_ascii=False))
+    else:
+        print(human)
+
+
+def _workspace(args):
+    from .config import get_settings
+    from .workspace import Workspace
+
+    return Workspace(get_settings(args.data_dir))
+
+
+def cmd_kb_create(args) -> int:
+    ws = _workspace(args)
+    kb = ws.create_kb(
+        args.name, description=args.description or "", instructions=args.instructions or "",
+        grounded_only=args.grounded_only,
+    )
+    _emit(args, {"kb_id": kb.kb_id, "name": kb.name}, f"created knowledge base '{kb.name}' ({kb.kb_id})")
+    return 0
+
+
+def cmd_kb_list(args) -> int:
+    ws = _workspace(args)
+    rows = []
+    for kb in ws.list_kbs():
+        docs, chunks = ws.appdb.counts(kb.kb_id)
+        rows.append({"kb_id": kb.kb_id, "name": kb.name, "description": kb.description,
+                     "grounded_only": kb.grounded_only, "documents": docs, "chunks": chunks})
+    human = "\n".join(f"{r['name']}\t{r['documents']} documents\t{r['chunks']} chunks\t{r['kb_id']}" for r in rows)
+    _emit(args, rows, human or "no knowledge bases yet: python -m rag_core kb create NAME")
+    return 0
+
+
+def cmd_ingest(args) -> int:
+    ws = _workspace(args)
+    kb = ws.get_kb(args.kb)
+    paths = [Path(p) for p in args.paths]
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing and len(missing) == len(paths):
+        raise GroundworkError(f"no such file or folder: {', '.join(missing)}")
+    from tqdm import tqdm
+
+    bar = tqdm(total=None, unit="file", disable=None if not args.json else True, file=sys.stderr)
+
+    def progress(done: int, total: int, name: str) -> None:
+        bar.total = total
+        bar.set_postfix_str(name[-40:])
+        bar.update(done - bar.n)
+
+    stats = ws.ingestor.ingest(kb, paths, progress=progress)
+    bar.close()
+    reports = [r.to_dict() for r in stats.reports]
+    summary = {
+        "kb": kb.name, "files": stats.files, "documents": stats.documents, "pages": stats.pages,
+        "chunks": stats.chunks, "embedded": stats.embedded, "seconds": round(stats.seconds_total, 3),
+        "embed_seconds": round(stats.seconds_embed, 3),
+        "ingested": sum(r.status == "ingested" for r in stats.reports),
+        "duplicate": sum(r.status == "duplicate" for r in stats.reports),
+        "failed": sum(r.status == "failed" for r in stats.reports),
+        "files_report": reports,
+    }
+    lines = []
+    for r in stats.reports:
+        if r.status == "ingested":
+            lines.append(f"  ingested   {r.file}  ({r.pages} pages, {r.chunks} chunks, {len(r.doc_ids)} documents)")
+        elif r.status == "duplicate":
+            lines.append(f"  duplicate  {r.file}  ({r.reason})")
+        else:
+            lines.append(f"  FAILED     {r.file}  — {r.reason}")
+    lines.append(
+        f"{summary['ingested']} ingested, {summary['duplicate']} duplicate, {summary['failed']} failed; "
+        f"{stats.documents} documents, {stats.chunks} chunks in {stats.seconds_total:.1f}s"
+    )
+    _emit(args, summary, "\n".join(lines))
+    for m in missing:
+        print(f"not found: {m}", file=sys.stderr)
+    if summary["ingested"] + summary["duplicate"] == 0:
+        print("error: no file could be ingested", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return 0
+
+
+def cmd_delete(args) -> int:
+    ws = _workspace(args)
+    if not ws.delete_document(args.kb, args.doc_id):
+        raise GroundworkError(f"no document '{args.doc_id}' in knowledge base '{args.kb}'")
+    _emit(args, {"deleted": args.doc_id}, f"deleted {args.doc_id}")
+    return 0
+
+
+def _read_jsonl(path: Path, what: str) -> list[dict]:
+    if not path.exists():
+        raise GroundworkError(f"{what} file not found: {path}")
+    out = []
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                raise GroundworkError(f"{path.name} line {n}: not valid JSON") from None
+            if not isinstance(rec, dict):
+                raise GroundworkError(f"{path.name} line {n}: expected a JSON object")
+            out.append(rec)
+    return out
+
+
+def cmd_search(args) -> int:
+    ws = _workspace(args)
+    kb_names = [k.strip() for k in args.kb.split(",") if k.strip()]
+    for name in kb_names:
+        ws.get_kb(name)  # fail early, before reading queries
+    if args.query:
+        queries = [{"id": "q", "question": args.query}]
+    elif args.queries:
+        queries = _read_jsonl(Path(args.queries), "queries")
+    else:
+        raise GroundworkError("give --queries Q.jsonl (with --out R.jsonl) or --query TEXT")
+    out_fh = Path(args.out).open("w", encoding="utf-8") if args.out else None
+    latencies = []
+    try:
+        for rec in queries:
+            qid = rec.get("id", rec.get("_id"))
+            text = rec.get("question") or rec.get("text") or ""
+            t = time.perf_counter()
+            res = ws.search(kb_names, text, k=args.top_k, mode=args.mode)
+            latencies.append((time.perf_counter() - t) * 1000)
+            row = {
+                "id": qid,
+                "results": [
+                    {"doc_id": r.chunk.doc_id, "chunk_id": r.chunk.chunk_id, "score": round(r.score, 6)}
+                    for r in res.results
+                ],
+            }
+            if out_fh:
+                out_fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            elif args.json:
+                print(json.dumps(row, ensure_ascii=False))
+            else:
+                for i, r in enumerate(res.results, 1):
+                    c = r.chunk
+                    snippet = " ".join(c.text.split())[:160]
+                    print(f"{i:2d}. {r.score:.4f}  {c.source} p.{c.page_start}  [{c.doc_id}]  {snippet}")
+    finally:
+        if out_fh:
+            out_fh.close()
+    if out_fh:
+        latencies.sort()
+        p50 = latencies[len(latencies) // 2] if latencies else 0.0
+        msg = {"queries": len(queries), "out": args.out, "latency_ms_p50": round(p50, 2)}
+        _emit(args, msg, f"{len(queries)} queries → {args.out} (p50 {p50:.1f} ms)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", default=None, help="data folder (default $RAG_DATA_DIR or ./.groundwork)")
+    common.add_argument("--json", action="store_true", help="print JSON")
+
+    p = argparse.ArgumentParser(prog="python -m rag_core", description="Groundwork: chat with your documents.",
+                                parents=[common])
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    kb = sub.add_parser("kb", help="knowledge bases", parents=[common])
+    kb_sub = kb.add_subparsers(dest="kb_cmd", required=True)
+    c = kb_sub.add_parser("create", help="create a knowledge base", parents=[common])
+    c.add_argument("name")
+    c.add_argument("--description", default="")
+    c.add_argument("--instructions", default="")
+    c.add_argument("--grounded-only", action="store_true")
+    c.set_defaults(func=cmd_kb_create)
+    ls = kb_sub.add_parser("list", help="list knowledge bases", parents=[common])
+    ls.set_defaults(func=cmd_kb_list)
+
+    ing = sub.add_parser("ingest", help="add files and folders to a knowledge base", parents=[common])
+    ing.add_argument("--kb", required=True)
+    ing.add_argument("paths", nargs="+")
+    ing.set_defaults(func=cmd_ingest)
+
+    de = sub.add_parser("delete", help="delete a document", parents=[common])
+    de.add_argument("--kb", required=True)
+    de.add_argument("doc_id")
+    de.set_defaults(func=cmd_delete)
+
+    se = sub.add_parser("search", help="retrieve passages", parents=[common])
+    se.add_argument("--kb", required=True, help="knowledge base name (comma-separate several)")
+    se.add_argument("--queries", help="JSONL of {id, question|text}")
+    se.add_argument("--query", help="a single query, printed")
+    se.add_argument("--top-k", type=int, default=10)
+    se.add_argument("--out", help="write results JSONL here")
+    se.add_argument("--mode", choices=["hybrid", "keyword", "vector"], default="hybrid")
+    # Part of the CLI contract; there is no reranker yet (retrieval issue), so it changes nothing.
+    se.add_argument("--no-rerank", action="store_true", help="skip reranking (no reranker in this version)")
+    se.set_defaults(func=cmd_search)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except GroundworkError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

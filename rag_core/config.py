@@ -1,0 +1,77 @@
+"""All settings in one typed place; every field can be overridden by an environment variable.
+
+`RAG_*` for our own settings, plus the standard `OPENAI_*` and `WEAVIATE_*` names so that
+an existing deployment's environment just works.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RAG_", extra="ignore", populate_by_name=True)
+
+    data_dir: Path = Field(default=Path("./.groundwork"), description="All embedded state lives here.")
+    store: Literal["embedded", "weaviate", "weaviate-embedded"] = "embedded"
+
+    # Chunking: ~1000 characters ≈ 220 MiniLM word pieces, under the model's 256-token window,
+    # so nothing a chunk says is cut off before it is embedded.
+    chunk_size: int = Field(default=1000, ge=200, le=8000)
+    chunk_overlap: int = Field(default=150, ge=0, le=2000)
+
+    # Embeddings: "minilm" = bundled all-MiniLM-L6-v2 int8 ONNX (offline); "openai" = any
+    # OpenAI-compatible /embeddings endpoint through langchain-openai.
+    embedding_provider: Literal["minilm", "openai"] = "minilm"
+    embedding_model: str = "text-embedding-3-small"  # used by the openai provider only
+    embedding_batch_size: int = Field(default=32, ge=1, le=1024)
+    embedding_threads: int = Field(default=0, ge=0, le=64, description="0 = onnxruntime default")
+    embedding_max_tokens: int = Field(default=256, ge=16, le=512)
+
+    # Limits: bad input is refused with a reason instead of exhausting the machine.
+    max_file_mb: int = Field(default=200, ge=1)
+    max_pages: int = Field(default=5000, ge=1)
+    max_chunks_per_doc: int = Field(default=20000, ge=1)
+    max_files_per_batch: int = Field(default=500, ge=1)
+
+    # Identity used when the UI/CLI has no auth in front of it (issue: access control).
+    user: str | None = None
+    groups: str = ""  # comma separated
+
+    # LLM (OpenAI-compatible); absent key + base URL means extractive offline mode.
+    openai_api_key: str | None = Field(default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "RAG_OPENAI_API_KEY"))
+    openai_base_url: str | None = Field(default=None, validation_alias=AliasChoices("OPENAI_BASE_URL", "RAG_OPENAI_BASE_URL"))
+    llm_model: str = "gpt-4o-mini"
+
+    weaviate_url: str | None = Field(default=None, validation_alias=AliasChoices("WEAVIATE_URL", "RAG_WEAVIATE_URL"))
+    weaviate_api_key: str | None = Field(default=None, validation_alias=AliasChoices("WEAVIATE_API_KEY", "RAG_WEAVIATE_API_KEY"))
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "groundwork.db"
+
+    @property
+    def files_dir(self) -> Path:
+        return self.data_dir / "files"
+
+    @property
+    def llm_configured(self) -> bool:
+        return bool(self.openai_api_key or self.openai_base_url)
+
+    @property
+    def group_list(self) -> list[str]:
+        return [g.strip() for g in self.groups.split(",") if g.strip()]
+
+
+def get_settings(data_dir: str | Path | None = None, **overrides) -> Settings:
+    """Settings from the environment, optionally with another data folder (CLI --data-dir).
+
+    Not cached: reading the environment is microseconds, and a cache would hide changes
+    that tests and the settings page make."""
+    if data_dir:
+        overrides["data_dir"] = Path(data_dir)
+    return Settings(**overrides)

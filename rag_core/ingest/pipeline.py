@@ -1,0 +1,269 @@
+"""Ingestion: file → load → chunk → embed (cached, batched) → store, one document at a time.
+
+Per document: register as 'indexing' → write all chunks in one store transaction → mark
+'indexed'. A crash between those steps leaves an 'indexing' row whose writer is gone;
+`recover_interrupted` removes whatever it wrote, so no half document ever stays.
+A bad file fails alone with its reason; the batch goes on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mimetypes
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+
+from ..appdb import AppDB
+from ..config import Settings
+from ..embeddings import text_key
+from ..errors import GroundworkError, LoadError
+from ..models import Chunk, Document, FileReport, KnowledgeBase, LoadedDocument
+from .chunker import chunk_document
+from .loaders import SUPPORTED_EXTENSIONS, load_file
+
+# Chunks embedded per model call group: big enough that length-sorted batches pad little,
+# small enough that a crash or Ctrl-C loses little work (finished documents are committed).
+EMBED_GROUP = 256
+
+
+@dataclass
+class IngestStats:
+    files: int = 0
+    documents: int = 0
+    pages: int = 0
+    chunks: int = 0
+    embedded: int = 0  # chunks actually sent to the model (the rest came from the cache)
+    seconds_total: float = 0.0
+    seconds_embed: float = 0.0
+    reports: list[FileReport] = field(default_factory=list)
+
+
+def expand_paths(paths: Iterable[Path]) -> list[Path]:
+    """Files as given, folders walked (sorted, hidden files skipped)."""
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            out += sorted(
+                f for f in p.rglob("*") if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts)
+            )
+        else:
+            out.append(p)
+    return out
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class Ingestor:
+    def __init__(self, settings: Settings, appdb: AppDB, store, embedder):
+        self.settings = settings
+        self.appdb = appdb
+        self.store = store
+        self.embedder = embedder
+
+    # ---- recovery --------------------------------------------------------------------
+    def recover_interrupted(self) -> int:
+        stale = self.appdb.stale_documents()
+        for doc in stale:
+            self.store.delete_document(doc.kb_id, doc.doc_id)
+            self.appdb.remove_document(doc.kb_id, doc.doc_id)
+        return len(stale)
+
+    # ---- embedding with cache --------------------------------------------------------
+    def embed_chunks(self, chunks: list[Chunk], stats: IngestStats) -> np.ndarray:
+        texts = [c.index_text() for c in chunks]
+        model_id = getattr(self.embedder, "model_id", "unknown")
+        keys = [text_key(model_id, t) for t in texts]
+        cached = self.appdb.cached_vectors(keys)
+        missing = [i for i, k in enumerate(keys) if k not in cached]
+        t0 = time.perf_counter()
+        fresh = self.embedder.embed_array([texts[i] for i in missing]) if missing else None
+        stats.seconds_embed += time.perf_counter() - t0
+        stats.embedded += len(missing)
+        if fresh is not None:
+            self.appdb.cache_vectors({keys[i]: fresh[j] for j, i in enumerate(missing)})
+        dim = fresh.shape[1] if fresh is not None else len(next(iter(cached.values())))
+        out = np.zeros((len(chunks), dim), dtype=np.float32)
+        for i, k in enumerate(keys):
+            if k in cached:
+                out[i] = cached[k]
+        if fresh is not None:
+            out[missing] = fresh
+        return out
+
+    # ---- main entry ------------------------------------------------------------------
+    def ingest(
+        self,
+        kb: KnowledgeBase,
+        paths: list[Path],
+        *,
+        display_names: dict[Path, str] | None = None,
+        progress: Callable[[int, int, str], None] | None = None,
+    ) -> IngestStats:
+        self.recover_interrupted()
+        files = expand_paths(paths)
+        stats = IngestStats(files=len(files))
+        t_start = time.perf_counter()
+        if len(files) > self.settings.max_files_per_batch:
+            raise GroundworkError(
+                f"{len(files)} files in one batch; the limit is {self.settings.max_files_per_batch} (RAG_MAX_FILES_PER_BATCH)"
+            )
+        for n, path in enumerate(files):
+            name = (display_names or {}).get(path, path.name)
+            t0 = time.perf_counter()
+            try:
+                report = self._ingest_file(kb, path, name, stats)
+            except GroundworkError as exc:
+                report = FileReport(file=name, status="failed", reason=str(exc))
+            except MemoryError:
+                report = FileReport(file=name, status="failed", reason="file too large to process in memory")
+            except Exception as exc:  # a bug or an unforeseen file: report it, keep the batch going
+                report = FileReport(file=name, status="failed", reason=f"unexpected error: {type(exc).__name__}: {exc}")
+            report.seconds = round(time.perf_counter() - t0, 3)
+            stats.reports.append(report)
+            if progress:
+                progress(n + 1, len(files), name)
+        stats.seconds_total = time.perf_counter() - t_start
+        return stats
+
+    def _ingest_file(self, kb: KnowledgeBase, path: Path, name: str, stats: IngestStats) -> FileReport:
+        if not path.exists():
+            raise LoadError("file not found")
+        if path.suffix.lower() not in SUPPORTED_EXTENSIONS:
+            # load_file says the same; checked first so an unsupported 2 GB file is not hashed.
+            return FileReport(
+                file=name,
+                status="failed",
+                reason=f"unsupported file type '{path.suffix or '(none)'}' (supported: {', '.join(sorted(SUPPORTED_EXTENSIONS))})",
+            )
+        size_mb = path.stat().st_size / 1e6
+        if size_mb > self.settings.max_file_mb:
+            raise LoadError(f"file is {size_mb:.0f} MB; the limit is {self.settings.max_file_mb} MB (RAG_MAX_FILE_MB)")
+        sha = file_sha256(path)
+        is_records = path.suffix.lower() == ".jsonl"
+        if not is_records:
+            dup = self.appdb.find_duplicate(kb.kb_id, sha)
+            if dup:
+                return FileReport(
+                    file=name, status="duplicate", reason=f"same content as '{dup.source}'", doc_ids=[dup.doc_id],
+                    pages=dup.pages, chunks=dup.chunks,
+                )
+        loaded = load_file(path, display_name=name, max_pages=self.settings.max_pages)
+        report = FileReport(file=name, status="ingested")
+        new_docs = 0
+        # Records (JSONL) are many small documents: chunk a group, embed it in one batch.
+        pending: list[tuple[Document, list[Chunk]]] = []
+        pending_chunks = 0
+        for ld in loaded:
+            doc, chunks = self._prepare(kb, ld, sha if not is_records else None, path)
+            if doc is None:
+                report.doc_ids.append(ld.doc_id or "")
+                continue
+            pending.append((doc, chunks))
+            pending_chunks += len(chunks)
+            if pending_chunks >= EMBED_GROUP:
+                new_docs += self._write(pending, stats, report)
+                pending, pending_chunks = [], 0
+        if pending:
+            new_docs += self._write(pending, stats, report)
+        report.pages = sum(ld.page_count for ld in loaded)
+        stats.pages += report.pages if new_docs else 0
+        if new_docs == 0:
+            report.status = "duplicate"
+            report.reason = "already in this knowledge base"
+            return report
+        if not is_records:
+            self._store_original(kb, path, report.doc_ids[0])
+            self._replace_older_versions(kb, name, report.doc_ids[0])
+        return report
+
+    def _prepare(self, kb: KnowledgeBase, ld: LoadedDocument, sha: str | None, path: Path):
+        """(Document, chunks) to write, or (None, []) when this exact content is already in."""
+        content_sha = sha or hashlib.sha256("\n\n".join(ld.pages).encode() + ld.title.encode()).hexdigest()
+        doc_id = ld.doc_id or hashlib.sha256(f"{kb.kb_id}:{content_sha}".encode()).hexdigest()[:16]
+        existing = self.appdb.get_document(kb.kb_id, doc_id)
+        if existing and existing.status == "indexed" and existing.sha256 == content_sha:
+            return None, []
+        chunks = chunk_document(
+            ld, doc_id=doc_id, kb_id=kb.kb_id, chunk_size=self.settings.chunk_size, chunk_overlap=self.settings.chunk_overlap
+        )
+        if not chunks:
+            raise LoadError("no text found to index")
+        if len(chunks) > self.settings.max_chunks_per_doc:
+            raise LoadError(
+                f"document would make {len(chunks)} chunks; the limit is {self.settings.max_chunks_per_doc} (RAG_MAX_CHUNKS_PER_DOC)"
+            )
+        for c in chunks:
+            # Chunk ids are unique across knowledge bases: the same record may live in two.
+            c.chunk_id = f"{kb.kb_id}/{doc_id}#{c.ordinal}"
+            c.tenant, c.acl_users, c.acl_groups = kb.tenant, list(kb.acl_users), list(kb.acl_groups)
+        doc = Document(
+            doc_id=doc_id, kb_id=kb.kb_id, source=ld.source, title=ld.title,
+            mime=ld.mime or (mimetypes.guess_type(path.name)[0] or "application/octet-stream"),
+            sha256=content_sha, pages=ld.page_count, chunks=len(chunks),
+            tenant=kb.tenant, acl_users=list(kb.acl_users), acl_groups=list(kb.acl_groups),
+        )
+        return doc, chunks
+
+    def _write(self, pending: list[tuple[Document, list[Chunk]]], stats: IngestStats, report: FileReport) -> int:
+        all_chunks = [c for _, cs in pending for c in cs]
+        vectors = self.embed_chunks(all_chunks, stats)
+        at = 0
+        for doc, chunks in pending:
+            vecs = vectors[at : at + len(chunks)]
+            at += len(chunks)
+            self.appdb.begin_document(doc)
+            try:
+                # A re-imported record with new text replaces the old chunks.
+                self.store.delete_document(doc.kb_id, doc.doc_id)
+                self.store.add_chunks(chunks, vecs)
+                self.appdb.finish_document(doc.kb_id, doc.doc_id, len(chunks))
+            except BaseException:
+                self.store.delete_document(doc.kb_id, doc.doc_id)
+                self.appdb.remove_document(doc.kb_id, doc.doc_id)
+                raise
+            report.doc_ids.append(doc.doc_id)
+            report.chunks += len(chunks)
+            stats.documents += 1
+            stats.chunks += len(chunks)
+        return len(pending)
+
+    def _store_original(self, kb: KnowledgeBase, path: Path, doc_id: str) -> None:
+        """Keep the uploaded file so the UI can offer it for download next to a citation."""
+        dest_dir = self.settings.files_dir / kb.kb_id
+        dest_dir.mkdir(parents=True, exist_ok=True)
+        dest = dest_dir / f"{doc_id}{path.suffix.lower()}"
+        if not dest.exists():
+            shutil.copyfile(path, dest)
+        with self.appdb.db.transaction() as c:
+            c.execute("UPDATE documents SET stored_path=? WHERE kb_id=? AND doc_id=?", (str(dest), kb.kb_id, doc_id))
+
+    def _replace_older_versions(self, kb: KnowledgeBase, source: str, keep_doc_id: str) -> None:
+        """Uploading a new version of 'handbook.pdf' replaces the old one (after the new one
+        is fully indexed, so the KB never lacks the document)."""
+        for old in self.appdb.list_documents(kb.kb_id):
+            if old.source == source and old.doc_id != keep_doc_id:
+                delete_document(self.appdb, self.store, kb.kb_id, old.doc_id)
+
+
+def delete_document(appdb: AppDB, store, kb_id: str, doc_id: str) -> bool:
+    """Chunks first, then the registry row: if we die in between, the row is still there
+    and the delete can be repeated; a chunk is never left without its row."""
+    doc = appdb.get_document(kb_id, doc_id)
+    if doc is None:
+        return False
+    store.delete_document(kb_id, doc_id)
+    appdb.remove_document(kb_id, doc_id)
+    if doc.stored_path:
+        Path(doc.stored_path).unlink(missing_ok=True)
+    return True

@@ -1,0 +1,151 @@
+"""Typed records that cross module boundaries (DESIGN.md §3).
+
+Dataclasses rather than pydantic: chunks are created by the hundred thousand during
+ingestion and dataclass construction is ~10x cheaper; validation happens at the edges
+(loaders, CLI, settings) instead.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+ChunkType = Literal["paragraph", "table", "code", "list", "heading"]
+DocStatus = Literal["indexing", "indexed", "failed"]
+
+
+@dataclass
+class RetrievalSettings:
+    """Per-knowledge-base retrieval knobs (the retrieval issue uses all of them)."""
+
+    top_k: int = 5
+    alpha: float = 0.5  # 0 = keyword only, 1 = vector only
+    fusion: Literal["relative_score", "rrf"] = "relative_score"
+    rerank: bool = True
+    mmr_lambda: float = 0.7
+    score_threshold: float = 0.0
+    context_tokens: int = 3000
+
+
+@dataclass
+class KnowledgeBase:
+    kb_id: str
+    name: str
+    description: str = ""
+    instructions: str = ""
+    grounded_only: bool = False
+    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    tenant: str | None = None
+    acl_users: list[str] = field(default_factory=list)
+    acl_groups: list[str] = field(default_factory=list)
+    created_at: float = field(default_factory=time.time)
+
+
+@dataclass
+class LoadedDocument:
+    """What a loader returns: text split by page, before chunking.
+
+    `pages` holds one string per page (one element for formats without pages). Text is
+    normalised to a light Markdown so that a single chunker sees structure for every
+    format: headings as `#` lines, list items as `- `, tables as `| a | b |` rows, code in
+    ``` fences.
+    """
+
+    source: str  # file name as uploaded
+    title: str
+    mime: str
+    pages: list[str]
+    doc_id: str | None = None  # set by loaders whose records carry their own id (JSONL)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def page_count(self) -> int:
+        return len(self.pages)
+
+
+@dataclass
+class Chunk:
+    chunk_id: str
+    doc_id: str
+    kb_id: str
+    text: str  # the passage itself, shown and cited
+    title: str = ""
+    section: str = ""  # heading path, " > " joined
+    source: str = ""
+    ordinal: int = 0  # position in the document
+    page_start: int = 1
+    page_end: int = 1
+    char_start: int = 0
+    char_end: int = 0
+    line_start: int = 1
+    line_end: int = 1
+    chunk_type: ChunkType = "paragraph"
+    tenant: str | None = None
+    acl_users: list[str] = field(default_factory=list)
+    acl_groups: list[str] = field(default_factory=list)
+
+    def index_text(self) -> str:
+        """Text that is embedded and keyword-indexed: title and section give a passage
+        the context its own words lack (a chunk of a CV rarely repeats the person's name)."""
+        head = " — ".join(p for p in (self.title, self.section) if p)
+        return f"{head}\n{self.text}" if head else self.text
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Document:
+    doc_id: str
+    kb_id: str
+    source: str
+    title: str
+    mime: str
+    sha256: str
+    pages: int = 0
+    chunks: int = 0
+    status: DocStatus = "indexing"
+    reason: str = ""
+    created_at: float = field(default_factory=time.time)
+    tenant: str | None = None
+    acl_users: list[str] = field(default_factory=list)
+    acl_groups: list[str] = field(default_factory=list)
+    stored_path: str | None = None  # the original file, kept for download
+
+
+@dataclass
+class SearchFilters:
+    """Applied inside the store query, never after it."""
+
+    kb_ids: list[str] | None = None
+    tenant: str | None = None
+    user: str | None = None
+    groups: list[str] = field(default_factory=list)
+    doc_ids: list[str] | None = None
+    # False = ignore ACL (admin / CLI without identity); True = enforce for `user`/`groups`.
+    enforce_acl: bool = False
+
+
+@dataclass
+class ScoredChunk:
+    chunk: Chunk
+    score: float
+    # per-signal scores kept for explanation and fusion
+    scores: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class FileReport:
+    """One line of an ingest report."""
+
+    file: str
+    status: Literal["ingested", "duplicate", "failed"]
+    reason: str = ""
+    doc_ids: list[str] = field(default_factory=list)
+    pages: int = 0
+    chunks: int = 0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,43 @@
+"""The store protocol every chunk store implements (embedded, Weaviate).
+
+Small on purpose (Haystack's DocumentStore is the model): writes are per document and
+atomic, searches apply filters inside the store, and one contract test suite
+(tests/stores/test_contract.py) runs against every implementation.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from ..models import Chunk, ScoredChunk, SearchFilters
+
+
+@runtime_checkable
+class ChunkStore(Protocol):
+    name: str
+
+    def add_chunks(self, chunks: list[Chunk], vectors: np.ndarray) -> None:
+        """Add one document's chunks with their vectors: all become visible or none."""
+
+    def delete_document(self, kb_id: str, doc_id: str) -> int:
+        """Remove every chunk of a document from keyword and vector indexes; returns the count."""
+
+    def delete_kb(self, kb_id: str) -> int: ...
+
+    def keyword_search(self, query: str, k: int, filters: SearchFilters) -> list[ScoredChunk]:
+        """BM25 over the chunks' index text; scores are larger-is-better."""
+
+    def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilters) -> list[ScoredChunk]:
+        """Cosine similarity (vectors are unit length)."""
+
+    def get_chunks(self, chunk_ids: list[str]) -> list[Chunk]: ...
+
+    def document_chunks(self, kb_id: str, doc_id: str) -> list[Chunk]: ...
+
+    def count(self, kb_id: str | None = None) -> int: ...
+
+    def health(self) -> dict: ...
+
+    def close(self) -> None: ...

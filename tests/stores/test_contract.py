@@ -1,0 +1,178 @@
+"""One contract for every chunk store (Haystack-style): the same tests, parametrised over
+each implementation. Vectors here are hand-made unit vectors so that expected vector
+rankings are known exactly; the real embedding model is exercised in the pipeline tests."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rag_core.db import Database
+from rag_core.models import Chunk, SearchFilters
+from rag_core.stores.embedded import EmbeddedStore
+
+DIM = 8
+
+
+def open_embedded(path):
+    return EmbeddedStore(Database(path / "groundwork.db"))
+
+
+STORES = {"embedded": open_embedded}
+
+
+@pytest.fixture(params=sorted(STORES))
+def store_factory(request, tmp_path):
+    factory = STORES[request.param]
+    opened = []
+
+    def make():
+        s = factory(tmp_path)
+        opened.append(s)
+        return s
+
+    yield make
+    for s in opened:
+        s.close()
+
+
+def unit(i: int, j: int | None = None, w: float = 0.0) -> np.ndarray:
+    v = np.zeros(DIM, dtype=np.float32)
+    v[i] = 1.0
+    if j is not None:
+        v[j] = w
+    return v / np.linalg.norm(v)
+
+
+def make_chunks(doc_id: str, kb_id: str, texts: list[str], **acl) -> list[Chunk]:
+    return [
+        Chunk(chunk_id=f"{kb_id}/{doc_id}#{i}", doc_id=doc_id, kb_id=kb_id, text=t, title=f"title {doc_id}",
+              source=f"{doc_id}.txt", ordinal=i, **acl)
+        for i, t in enumerate(texts)
+    ]
+
+
+ALL = SearchFilters()
+
+
+def test_add_keyword_vector_search_and_reopen(store_factory):
+    s = store_factory()
+    s.add_chunks(make_chunks("d1", "kb1", ["the zebra grazes on the savanna", "penguins live in antarctica"]),
+                 np.stack([unit(0), unit(1)]))
+    s.add_chunks(make_chunks("d2", "kb1", ["a zebra crossing in london"]), np.stack([unit(0, 1, 0.5)]))
+    kw = s.keyword_search("zebra savanna", 10, ALL)
+    assert [r.chunk.chunk_id for r in kw][0] == "kb1/d1#0"
+    assert {r.chunk.doc_id for r in kw} == {"d1", "d2"}
+    assert all(kw[i].score >= kw[i + 1].score for i in range(len(kw) - 1))
+    vec = s.vector_search(unit(1), 3, ALL)
+    assert vec[0].chunk.chunk_id == "kb1/d1#1"
+    assert vec[0].score == pytest.approx(1.0, abs=1e-5)
+    assert s.count() == 3
+    s.close()
+    s2 = store_factory()  # a restart: everything is still there, vectors included
+    assert s2.count() == 3
+    assert s2.vector_search(unit(1), 1, ALL)[0].chunk.text == "penguins live in antarctica"
+    assert s2.health()["ok"]
+
+
+def test_chunk_fields_round_trip(store_factory):
+    s = store_factory()
+    ch = Chunk(chunk_id="k/d#0", doc_id="d", kb_id="k", text="Ünïcödé text — naïve café 東京", title="T",
+               section="A > B", source="f.pdf", ordinal=0, page_start=3, page_end=4, char_start=10,
+               char_end=40, line_start=2, line_end=5, chunk_type="table", tenant="t1",
+               acl_users=["ann"], acl_groups=["g"])
+    s.add_chunks([ch], np.stack([unit(2)]))
+    got = s.get_chunks(["k/d#0"])[0]
+    assert got == ch
+    # diacritics folded and unicode tokenised in the keyword index
+    assert s.keyword_search("cafe", 5, ALL)[0].chunk.chunk_id == "k/d#0"
+    assert s.keyword_search("東京", 5, ALL)[0].chunk.chunk_id == "k/d#0"
+
+
+def test_delete_document_never_returned_again(store_factory):
+    s = store_factory()
+    s.add_chunks(make_chunks("gone", "kb", ["secret launch codes for the zebra"]), np.stack([unit(3)]))
+    s.add_chunks(make_chunks("kept", "kb", ["zebra facts"]), np.stack([unit(4)]))
+    assert s.delete_document("kb", "gone") == 1
+    assert all(r.chunk.doc_id != "gone" for r in s.keyword_search("zebra secret launch", 10, ALL))
+    assert all(r.chunk.doc_id != "gone" for r in s.vector_search(unit(3), 10, ALL))
+    assert s.get_chunks(["kb/gone#0"]) == []
+    other = store_factory()  # another process/opening sees the delete too
+    assert all(r.chunk.doc_id != "gone" for r in other.vector_search(unit(3), 10, ALL))
+    assert other.health()["ok"]
+
+
+def test_filters_by_kb_tenant_and_acl(store_factory):
+    s = store_factory()
+    s.add_chunks(make_chunks("a", "kb1", ["apple orchard report"]), np.stack([unit(0)]))
+    s.add_chunks(make_chunks("b", "kb2", ["apple pie recipe"]), np.stack([unit(0, 1, 0.1)]))
+    s.add_chunks(make_chunks("c", "kb1", ["apple board minutes"], tenant="acme", acl_users=["ann"]),
+                 np.stack([unit(0, 2, 0.1)]))
+    s.add_chunks(make_chunks("d", "kb1", ["apple hr salaries"], acl_groups=["hr"]), np.stack([unit(0, 3, 0.1)]))
+
+    def docs(results):
+        return {r.chunk.doc_id for r in results}
+
+    kb1 = SearchFilters(kb_ids=["kb1"])
+    assert docs(s.keyword_search("apple", 10, kb1)) == {"a", "c", "d"}
+    assert docs(s.vector_search(unit(0), 10, kb1)) == {"a", "c", "d"}
+    bob = SearchFilters(kb_ids=["kb1", "kb2"], user="bob", enforce_acl=True)
+    assert docs(s.keyword_search("apple", 10, bob)) == {"a", "b"}
+    assert docs(s.vector_search(unit(0), 10, bob)) == {"a", "b"}
+    ann = SearchFilters(user="ann", enforce_acl=True)
+    assert docs(s.vector_search(unit(0), 10, ann)) == {"a", "b", "c"}
+    hr = SearchFilters(user="zed", groups=["hr"], enforce_acl=True)
+    assert docs(s.keyword_search("apple", 10, hr)) == {"a", "b", "d"}
+    acme = SearchFilters(tenant="acme")
+    assert docs(s.keyword_search("apple", 10, acme)) == {"c"}
+    assert docs(s.vector_search(unit(0), 10, acme)) == {"c"}
+    assert s.keyword_search("apple", 10, SearchFilters(kb_ids=["nope"])) == []
+    assert s.vector_search(unit(0), 10, SearchFilters(kb_ids=["nope"])) == []
+
+
+def test_keyword_query_syntax_is_never_an_error(store_factory):
+    s = store_factory()
+    s.add_chunks(make_chunks("x", "kb", ['he said "NEAR" AND (OR) * ^ - :col']), np.stack([unit(5)]))
+    for q in ['"', "AND OR NOT", "col:near", "*", "(((", "NEAR(a b)", "-", "ünï"]:
+        s.keyword_search(q, 5, ALL)  # must not raise
+    assert s.keyword_search("?!", 5, ALL) == []
+
+
+def test_add_is_atomic_on_failure(store_factory):
+    s = store_factory()
+    chunks = make_chunks("bad", "kb", ["one", "two"])
+    with pytest.raises(ValueError):
+        s.add_chunks(chunks, np.stack([unit(0)]))  # one vector for two chunks
+    dup = make_chunks("dup", "kb", ["alpha", "beta"])
+    dup[1].chunk_id = dup[0].chunk_id  # unique-key violation on the second row
+    with pytest.raises(Exception):
+        s.add_chunks(dup, np.stack([unit(0), unit(1)]))
+    assert s.count() == 0
+    assert s.keyword_search("alpha", 5, ALL) == []
+    assert s.vector_search(unit(0), 5, ALL) == []
+    assert s.health()["ok"]
+
+
+def test_many_adds_and_deletes_keep_indexes_consistent(store_factory):
+    s = store_factory()
+    rng = np.random.default_rng(0)
+    for d in range(60):
+        vecs = rng.normal(size=(5, DIM)).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        s.add_chunks(make_chunks(f"d{d}", "kb", [f"doc{d} part{i} common" for i in range(5)]), vecs)
+    for d in range(0, 60, 2):
+        s.delete_document("kb", f"d{d}")
+    assert s.count() == 150
+    h = s.health()
+    assert h["ok"] and h["vectors"] == 150
+    res = s.vector_search(rng.normal(size=DIM).astype(np.float32), 200, ALL)
+    assert len(res) == 150
+    assert all(int(r.chunk.doc_id[1:]) % 2 == 1 for r in res)
+    assert len(s.keyword_search("common", 500, ALL)) == 150
+
+
+def test_long_text(store_factory):
+    s = store_factory()
+    long_text = ("lorem ipsum " * 20000) + " needle"
+    s.add_chunks(make_chunks("long", "kb", [long_text]), np.stack([unit(6)]))
+    assert s.keyword_search("needle", 1, ALL)[0].chunk.doc_id == "long"
