@@ -174,6 +174,34 @@ def cmd_search(args) -> int:
     return 0
 
 
+def cmd_eval_beir(args) -> int:
+    from dataclasses import asdict
+
+    from .evaluation import run_beir
+
+    ws = _workspace(args)
+    folder = Path(args.folder)
+    if not folder.is_dir():
+        raise GroundworkError(f"not a folder: {folder}")
+    from tqdm import tqdm
+
+    bar = tqdm(total=None, unit="file", disable=True if args.json else None, file=sys.stderr, desc="indexing")
+    rep = run_beir(ws, folder, mode=args.mode, kb_name=args.kb,
+                   progress=lambda d, t, n: (setattr(bar, "total", t), bar.update(d - bar.n)))
+    bar.close()
+    out = asdict(rep)
+    for k, v in out.items():
+        if isinstance(v, float):
+            out[k] = round(v, 4)
+    human = (
+        f"{rep.dataset} [{rep.mode}] {rep.queries} queries: nDCG@10 {rep.ndcg_at_10:.4f}  R@10 {rep.recall_at_10:.4f}  "
+        f"R@100 {rep.recall_at_100:.4f}  MRR@10 {rep.mrr_at_10:.4f}  latency p50 {rep.latency_ms_p50:.1f} ms "
+        f"p95 {rep.latency_ms_p95:.1f} ms  ({rep.extra})"
+    )
+    _emit(args, out, human)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-dir", default=None, help="data folder (default $RAG_DATA_DIR or ./.groundwork)")
@@ -214,6 +242,14 @@ def build_parser() -> argparse.ArgumentParser:
     # Part of the CLI contract; there is no reranker yet (retrieval issue), so it changes nothing.
     se.add_argument("--no-rerank", action="store_true", help="skip reranking (no reranker in this version)")
     se.set_defaults(func=cmd_search)
+    ev = sub.add_parser("eval", help="evaluate retrieval", parents=[common])
+    ev_sub = ev.add_subparsers(dest="eval_cmd", required=True)
+    eb = ev_sub.add_parser("beir", help="nDCG@10, recall@10/100, MRR@10, latency on a BEIR folder", parents=[common])
+    eb.add_argument("folder")
+    eb.add_argument("--mode", choices=["hybrid", "keyword", "vector"], default="hybrid")
+    eb.add_argument("--kb", default=None, help="knowledge base to index into (default beir-FOLDERNAME)")
+    eb.add_argument("--no-rerank", action="store_true", help="skip reranking (no reranker in this version)")
+    eb.set_defaults(func=cmd_eval_beir)
     return p
 
 

@@ -1,0 +1,443 @@
+"""Structure-aware chunking: `LoadedDocument` (light Markdown) -> `Chunk`s.
+
+Positions, defined once because citations depend on them:
+- full text = `"\\n\\n".join(doc.pages)`; page numbers are 1-based indexes into `doc.pages`.
+- `chunk.text == full_text[char_start:char_end]`, overlap included. The one exception is
+  a table piece after the first: its text is the table's header rows, a newline, then
+  `full_text[char_start:char_end]` (the header is repeated so each piece reads on its own).
+- `line_start` / `line_end`: 1-based numbers of the full-text lines holding the first and
+  the last character of that range; `page_start` / `page_end` likewise for pages.
+
+How text is cut:
+- Blocks are parsed from the Markdown: headings, fenced code, tables, lists, paragraphs.
+- Blocks of one section are packed into chunks of at most `chunk_size` characters; a
+  heading always starts a new chunk, so a chunk never spans two sections. The heading line
+  stays at the start of the chunk that follows it, and its path is in `section`.
+- A block longer than `chunk_size` is split: paragraphs at sentence ends (else between
+  words), lists between items, code between lines, tables between rows.
+- A chunk that continues prose from the previous chunk of the same section starts with
+  up to `chunk_overlap` characters of it, from a sentence (else word) start, so the
+  longest chunk is `chunk_size + chunk_overlap`. Code and tables get no overlap.
+
+Everything is one pass over the lines plus slicing, so cost is linear in the text size.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from itertools import accumulate
+
+from rag_core.models import Chunk, LoadedDocument
+
+PROSE = ("paragraph", "list")
+
+# ----------------------------------------------------------------------------- sentences
+
+_SENTENCE_END = re.compile(r"[.!?…]+[\"'”’»)\]]*\s+")
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
+_BLOCK_LINE_START = re.compile(r"\n[ \t]*(?=#{1,6}[ \t]|[-*+][ \t]|\d{1,3}[.)][ \t]|\||```|~~~)")
+_SENTENCE_OPENERS = frozenset("\"'“‘«([")
+# A period after these is rarely a sentence end ("Dr. Smith", "e.g. The", "Fig. 3").
+_ABBREVIATIONS = frozenset(
+    "mr mrs ms dr prof sr jr st vs cf e.g i.e fig figs no nos vol pp al approx ca inc ltd "
+    "co corp dept eq eqs ref refs sec ch z.b bzw ggf usw vgl u.a d.h s.o ca".split()
+)
+
+
+def sentence_starts(text: str, start: int = 0, end: int | None = None) -> list[int]:
+    """Offsets in (start, end) where a new sentence begins.
+
+    A sentence ends at . ! ? or … (plus closing quotes/brackets) followed by whitespace and
+    an uppercase letter, digit or opening quote; paragraph breaks and lines that start a
+    Markdown block (heading, list item, table row, fence) also start a sentence.
+    """
+    end = len(text) if end is None else end
+    found: set[int] = set()
+    for m in _SENTENCE_END.finditer(text, start, end):
+        pos = m.end()
+        if pos >= end:
+            continue
+        nxt = text[pos]
+        if not (nxt.isupper() or nxt.isdigit() or nxt in _SENTENCE_OPENERS):
+            continue
+        if text[m.start()] == "." and _is_abbreviation(text, m.start()):
+            continue
+        found.add(pos)
+    for pattern in (_PARAGRAPH_BREAK, _BLOCK_LINE_START):
+        for m in pattern.finditer(text, start, end):
+            if start < m.end() < end:
+                found.add(m.end())
+    return sorted(found)
+
+
+def _is_abbreviation(text: str, dot: int) -> bool:
+    words = text[max(dot - 12, 0) : dot].rsplit(None, 1)
+    word = words[-1].lstrip("\"'“‘«([").lower() if words else ""
+    # A lone letter is an initial ("J. Smith"), not the end of a sentence.
+    return word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha())
+
+
+def split_sentences(text: str) -> list[str]:
+    """Text -> its sentences, whitespace-trimmed, empty ones dropped."""
+    bounds = [0, *sentence_starts(text), len(text)]
+    out = []
+    for a, b in zip(bounds, bounds[1:]):
+        if s := text[a:b].strip():
+            out.append(s)
+    return out
+
+
+# ----------------------------------------------------------------------------- blocks
+
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+\S")
+_TABLE_SEPARATOR = re.compile(r"^\|?[\s:|-]*-[\s:|-]*$")
+_BLOCK_START_CHARS = frozenset("#`~|-*+0123456789")
+
+
+@dataclass(slots=True)
+class _Block:
+    kind: str  # heading | paragraph | list | code | table
+    first: int  # line indexes, end exclusive
+    last: int
+    start: int  # char offsets into the full text, whitespace trimmed
+    end: int
+    level: int = 0  # headings only
+    heading: str = ""
+
+
+@dataclass(slots=True)
+class _Unit:
+    start: int
+    end: int
+    kind: str
+    block: int
+    prefix: str = ""  # repeated table header rows
+
+
+@dataclass(slots=True)
+class _Open:
+    """The chunk being filled."""
+
+    units: list[_Unit] = field(default_factory=list)
+    text_start: int = 0  # where the text begins (before `units[0].start` when it has overlap)
+    prefix: str = ""
+
+    def size_with(self, unit: _Unit) -> int:
+        extra = len(self.prefix) + 1 if self.prefix else 0
+        return unit.end - self.units[0].start + extra
+
+    @property
+    def only_headings(self) -> bool:
+        return all(u.kind == "heading" for u in self.units)
+
+
+class _Text:
+    """The full text with its line and page offsets."""
+
+    def __init__(self, pages: list[str]) -> None:
+        self.full = "\n\n".join(pages)
+        self.lines = self.full.split("\n")
+        self.line_starts = [0, *accumulate(len(line) + 1 for line in self.lines[:-1])]
+        self.page_starts = [0, *accumulate(len(p) + 2 for p in pages[:-1])]
+
+    def line_end(self, i: int) -> int:
+        """Offset just past the last non-space character of line i."""
+        return self.line_starts[i] + len(self.lines[i].rstrip())
+
+    def line_start(self, i: int) -> int:
+        line = self.lines[i]
+        return self.line_starts[i] + len(line) - len(line.lstrip())
+
+
+def _starts_block(line: str, *, list_items: bool) -> bool:
+    """Does this non-blank line end a running paragraph (or list)?"""
+    stripped = line.lstrip()
+    if stripped[:1] not in _BLOCK_START_CHARS:
+        return False
+    return bool(
+        _FENCE.match(line)
+        or _HEADING.match(line)
+        or stripped.startswith("|")
+        or (list_items and _LIST_ITEM.match(line))
+    )
+
+
+def _parse_blocks(t: _Text, max_heading: int) -> list[_Block]:
+    lines = t.lines
+    n = len(lines)
+    blocks: list[_Block] = []
+    i = 0
+    while i < n:
+        line = lines[i]
+        stripped = line.strip()
+        if not stripped:
+            i += 1
+            continue
+        first = stripped[0]
+        if first in "`~" and (m := _FENCE.match(line)):
+            marker = m.group(1)
+            j = i + 1
+            while j < n:
+                close = _FENCE.match(lines[j])
+                if close and close.group(1)[0] == marker[0] and len(close.group(1)) >= len(marker) and not lines[j].strip().strip(marker[0]):
+                    j += 1
+                    break
+                j += 1
+            kind = "code"
+        elif first == "#" and (m := _HEADING.match(line)) and len(stripped) <= max_heading:
+            blocks.append(_Block("heading", i, i + 1, t.line_start(i), t.line_end(i), len(m.group(1)), m.group(2).strip()))
+            i += 1
+            continue
+        elif first == "|":
+            j = i + 1
+            while j < n and lines[j].lstrip().startswith("|"):
+                j += 1
+            kind = "table"
+        else:
+            is_list = first in _BLOCK_START_CHARS and bool(_LIST_ITEM.match(line))
+            j = i + 1
+            while j < n and lines[j].strip() and not _starts_block(lines[j], list_items=not is_list):
+                j += 1
+            kind = "list" if is_list else "paragraph"
+        # Trailing blank lines inside an unclosed fence are not part of the block.
+        last = j
+        while last > i + 1 and not lines[last - 1].strip():
+            last -= 1
+        blocks.append(_Block(kind, i, last, t.line_start(i), t.line_end(last - 1)))
+        i = j
+    return blocks
+
+
+# ----------------------------------------------------------------------------- splitting
+
+
+def _trim(text: str, a: int, b: int) -> tuple[int, int]:
+    while a < b and text[a].isspace():
+        a += 1
+    while b > a and text[b - 1].isspace():
+        b -= 1
+    return a, b
+
+
+def _split_words(text: str, a: int, b: int, limit: int) -> list[tuple[int, int]]:
+    """Cut [a, b) into pieces of at most `limit` chars at whitespace; a single "word"
+    longer than the limit (a URL, base64) is cut hard, which also guarantees progress."""
+    out = []
+    while b - a > limit:
+        cut = max(text.rfind(" ", a, a + limit + 1), text.rfind("\n", a, a + limit + 1), text.rfind("\t", a, a + limit + 1))
+        if cut <= a:
+            cut = a + limit
+        pa, pb = _trim(text, a, cut)
+        if pb > pa:
+            out.append((pa, pb))
+        a, _ = _trim(text, cut, b)
+    if b > a:
+        out.append((a, b))
+    return out
+
+
+def _split_prose(text: str, a: int, b: int, limit: int) -> list[tuple[int, int]]:
+    bounds = [a, *sentence_starts(text, a, b), b]
+    out = []
+    for s, e in zip(bounds, bounds[1:]):
+        s, e = _trim(text, s, e)
+        if e <= s:
+            continue
+        out.extend([(s, e)] if e - s <= limit else _split_words(text, s, e, limit))
+    return out
+
+
+def _block_units(t: _Text, block: _Block, index: int, limit: int) -> list[_Unit]:
+    if block.end - block.start <= limit:
+        return [_Unit(block.start, block.end, block.kind, index)]
+    if block.kind == "table":
+        return _table_units(t, block, index, limit)
+    if block.kind == "code":
+        spans = _line_pieces(t, range(block.first, block.last), limit)
+    elif block.kind == "list":
+        spans = []
+        for a, b in _list_items(t, block):
+            spans.extend([(a, b)] if b - a <= limit else _split_prose(t.full, a, b, limit))
+    else:
+        spans = _split_prose(t.full, block.start, block.end, limit)
+    return [_Unit(a, b, block.kind, index) for a, b in spans]
+
+
+def _list_items(t: _Text, block: _Block) -> list[tuple[int, int]]:
+    items: list[tuple[int, int]] = []
+    for i in range(block.first, block.last):
+        if not t.lines[i].strip():
+            continue
+        if _LIST_ITEM.match(t.lines[i]) or not items:
+            items.append((t.line_start(i), t.line_end(i)))
+        else:  # continuation line of the current item
+            items[-1] = (items[-1][0], t.line_end(i))
+    return items
+
+
+def _line_pieces(t: _Text, line_range: range, limit: int) -> list[tuple[int, int]]:
+    """Consecutive lines packed into pieces of at most `limit` chars (code, table rows)."""
+    out: list[tuple[int, int]] = []
+    start = end = -1
+    for i in line_range:
+        a, b = t.line_starts[i], t.line_end(i)
+        if b <= a:
+            continue  # blank line: kept inside a piece, never starts one
+        if start >= 0 and b - start <= limit:
+            end = b
+            continue
+        if start >= 0:
+            out.append((start, end))
+            start = -1
+        if b - a <= limit:
+            start, end = a, b
+        else:
+            out.extend(_split_words(t.full, a, b, limit))
+    if start >= 0:
+        out.append((start, end))
+    return out
+
+
+def _table_units(t: _Text, block: _Block, index: int, limit: int) -> list[_Unit]:
+    header_last = block.first + 1
+    if header_last < block.last and _TABLE_SEPARATOR.match(t.lines[header_last].strip()):
+        header_last += 1
+    header = t.full[t.line_start(block.first) : t.line_end(header_last - 1)]
+    if len(header) > limit // 2:
+        # A header this long would crowd out the rows: split by rows without repeating it.
+        return [_Unit(a, b, "table", index) for a, b in _line_pieces(t, range(block.first, block.last), limit)]
+    # The first piece carries the header in place; later ones get it as a prefix.
+    rows_budget = limit - len(header) - 1
+    pieces = _line_pieces(t, range(header_last, block.last), rows_budget)
+    if not pieces:
+        return [_Unit(block.start, block.end, "table", index)]
+    units = [_Unit(block.start, pieces[0][1], "table", index)]
+    units += [_Unit(a, b, "table", index, prefix=header) for a, b in pieces[1:]]
+    return units
+
+
+# ----------------------------------------------------------------------------- packing
+
+
+def chunk_document(
+    doc: LoadedDocument,
+    *,
+    doc_id: str,
+    kb_id: str,
+    chunk_size: int = 1000,
+    chunk_overlap: int = 150,
+) -> list[Chunk]:
+    """Cut a loaded document into chunks (see the module docstring for the rules)."""
+    if chunk_size < 20:
+        raise ValueError("chunk_size must be at least 20 characters")
+    if chunk_overlap < 0:
+        raise ValueError("chunk_overlap must not be negative")
+    # An overlap as large as the chunk would make every chunk mostly a copy of the last one.
+    overlap = min(chunk_overlap, chunk_size // 2)
+    if not doc.pages:
+        return []
+    t = _Text(doc.pages)
+    full = t.full
+    blocks = _parse_blocks(t, max_heading=min(300, chunk_size // 2))
+
+    spans: list[tuple[_Open, str]] = []  # finished chunks with their section path
+    headings: list[tuple[int, str]] = []  # (level, text): the path to the current section
+    section = ""
+    cur: _Open | None = None
+
+    def finish() -> None:
+        nonlocal cur
+        if cur is not None and not cur.only_headings:
+            spans.append((cur, section))
+        cur = None
+
+    for index, block in enumerate(blocks):
+        if block.kind == "heading":
+            finish()
+            while headings and headings[-1][0] >= block.level:
+                headings.pop()
+            headings.append((block.level, block.heading))
+            section = " > ".join(h for _, h in headings)
+            unit = _Unit(block.start, block.end, "heading", index)
+            cur = _Open([unit], unit.start)
+            continue
+        # Leave room for the heading line so that it and the first piece share a chunk.
+        reserve = block.start - cur.units[0].start if cur is not None and cur.only_headings else 0
+        for unit in _block_units(t, block, index, chunk_size - reserve if reserve <= chunk_size // 2 else chunk_size):
+            if cur is None:
+                cur = _Open([unit], unit.start, unit.prefix)
+            elif unit.prefix or (cur.size_with(unit) > chunk_size and not cur.only_headings):
+                prev = cur
+                spans.append((prev, section))
+                cur = _Open([unit], unit.start, unit.prefix)
+                if overlap and not unit.prefix and unit.kind in PROSE and prev.units[-1].kind in PROSE:
+                    cur.text_start = _overlap_start(full, prev, unit.start, overlap)
+            else:
+                cur.units.append(unit)
+    finish()
+    return [_make_chunk(t, doc, o, sec, n, doc_id, kb_id) for n, (o, sec) in enumerate(_nonempty(spans, full))]
+
+
+def _nonempty(spans: list[tuple[_Open, str]], full: str) -> list[tuple[_Open, str]]:
+    return [(o, s) for o, s in spans if not o.only_headings and full[o.text_start : o.units[-1].end].strip()]
+
+
+_WORD_START = re.compile(r"\s(?=\S)")
+
+
+def _overlap_start(full: str, prev: _Open, content_start: int, overlap: int) -> int:
+    """Where the overlap copied from `prev` begins: a sentence start if one leaves a useful
+    amount of text, else a word start; `content_start` (no overlap) if neither exists.
+
+    Never earlier than `prev`'s first real unit + 1, so the overlap cannot repeat a whole
+    chunk or a heading line, and never more than `overlap` chars before the new content.
+    """
+    body = next(u.start for u in prev.units if u.kind != "heading")
+    lo = max(body + 1, content_start - overlap)
+    hi = prev.units[-1].end
+    if lo >= hi:
+        return content_start
+    useful = hi - max(overlap // 3, 1)
+    for pos in sentence_starts(full, max(lo - 8, 0), hi):
+        if lo <= pos <= useful:
+            return pos
+    m = _WORD_START.search(full, lo - 1, hi)
+    return m.end() if m else content_start
+
+
+def _make_chunk(t: _Text, doc: LoadedDocument, o: _Open, section: str, ordinal: int, doc_id: str, kb_id: str) -> Chunk:
+    start, end = o.text_start, o.units[-1].end
+    body = t.full[start:end]
+    text = f"{o.prefix}\n{body}" if o.prefix else body
+    # The chunk's type is that of the block contributing most text (headings excluded).
+    weight: dict[int, int] = {}
+    kinds: dict[int, str] = {}
+    for u in o.units:
+        if u.kind != "heading":
+            weight[u.block] = weight.get(u.block, 0) + u.end - u.start
+            kinds[u.block] = u.kind
+    kind = kinds[max(weight, key=weight.__getitem__)] if weight else "paragraph"
+    return Chunk(
+        chunk_id=f"{doc_id}:{ordinal:05d}",
+        doc_id=doc_id,
+        kb_id=kb_id,
+        text=text,
+        title=doc.title,
+        section=section,
+        source=doc.source,
+        ordinal=ordinal,
+        page_start=bisect_right(t.page_starts, start),
+        page_end=bisect_right(t.page_starts, end - 1),
+        char_start=start,
+        char_end=end,
+        line_start=bisect_right(t.line_starts, start),
+        line_end=bisect_right(t.line_starts, end - 1),
+        chunk_type=kind,  # type: ignore[arg-type]
+    )
+
+
+__all__ = ["chunk_document", "sentence_starts", "split_sentences"]

@@ -1,0 +1,57 @@
+"""Test fixtures that must be built by hand because no writer library is installed."""
+
+from __future__ import annotations
+
+
+def _pdf_string(text: str) -> bytes:
+    raw = text.encode("cp1252", errors="replace")
+    return b"(" + raw.replace(b"\\", b"\\\\").replace(b"(", b"\\(").replace(b")", b"\\)") + b")"
+
+
+def make_pdf(pages: list[str], *, title: str | None = None) -> bytes:
+    """A valid PDF with one page per string, each line of a string on its own text line
+    (Helvetica 11 pt, WinAnsi so Latin-1 accents survive). `title` goes into /Info."""
+    objects: list[bytes] = []  # object n is objects[n - 1]
+
+    def add(body: bytes) -> int:
+        objects.append(body)
+        return len(objects)
+
+    catalog = add(b"")  # filled once the page tree exists
+    tree = add(b"")
+    font = add(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
+    kids = []
+    for text in pages:
+        ops = [b"BT", b"/F1 11 Tf", b"13 TL", b"56 790 Td"]
+        for line in text.split("\n"):
+            ops.append(_pdf_string(line) + b" Tj T*")
+        ops.append(b"ET")
+        stream = b"\n".join(ops)
+        content = add(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
+        kids.append(
+            add(
+                b"<< /Type /Page /Parent %d 0 R /MediaBox [0 0 595 842] /Contents %d 0 R "
+                b"/Resources << /Font << /F1 %d 0 R >> >> >>" % (tree, content, font)
+            )
+        )
+    objects[catalog - 1] = b"<< /Type /Catalog /Pages %d 0 R >>" % tree
+    objects[tree - 1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (
+        b" ".join(b"%d 0 R" % k for k in kids),
+        len(kids),
+    )
+    info = add(b"<< /Title " + _pdf_string(title) + b" >>") if title is not None else None
+
+    out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
+    offsets = []
+    for n, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % n + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    for off in offsets:
+        out += b"%010d 00000 n \n" % off
+    trailer = b"<< /Size %d /Root %d 0 R" % (len(objects) + 1, catalog)
+    if info:
+        trailer += b" /Info %d 0 R" % info
+    out += b"trailer\n" + trailer + b" >>\nstartxref\n%d\n%%%%EOF\n" % xref
+    return bytes(out)

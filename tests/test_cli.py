@@ -1,0 +1,106 @@
+"""The command line as a user runs it: real subprocesses, real files, real data folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run(data: Path, *args: str, ok: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    p = subprocess.run([sys.executable, "-m", "rag_core", *args, "--data-dir", str(data)],
+                       capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
+    if ok:
+        assert p.returncode == 0, p.stderr
+    return p
+
+
+@pytest.fixture
+def data(tmp_path) -> Path:
+    return tmp_path / "data"
+
+
+def test_kb_create_list_ingest_search_delete(data, tmp_path):
+    out = json.loads(run(data, "kb", "create", "Handbook", "--description", "HR rules", "--json").stdout)
+    assert out["name"] == "Handbook"
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "leave.md").write_text("# Leave\n\n## Parental leave\n\nParents get 20 weeks of paid parental leave.\n")
+    (docs / "travel.txt").write_text("Travel costs are reimbursed within 30 days of the trip.")
+    (docs / "broken.pdf").write_bytes(b"%PDF-1.4 truncated")
+    rep = json.loads(run(data, "ingest", "--kb", "Handbook", str(docs), "--json").stdout)
+    status = {r["file"]: r["status"] for r in rep["files_report"]}
+    assert status == {"leave.md": "ingested", "travel.txt": "ingested", "broken.pdf": "failed"}
+    assert rep["ingested"] == 2 and rep["failed"] == 1 and rep["chunks"] >= 2
+    failed = next(r for r in rep["files_report"] if r["status"] == "failed")
+    assert failed["reason"] and "Traceback" not in failed["reason"]
+
+    kbs = json.loads(run(data, "kb", "list", "--json").stdout)
+    assert kbs[0]["name"] == "Handbook" and kbs[0]["documents"] == 2
+
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"id": "q1", "question": "How long is parental leave?"}) + "\n"
+                 + json.dumps({"id": "q2", "text": "reimbursement of travel"}) + "\n")
+    r_path = tmp_path / "r.jsonl"
+    for mode in ("keyword", "vector", "hybrid"):
+        run(data, "search", "--kb", "Handbook", "--queries", str(q), "--top-k", "2", "--out", str(r_path), "--mode", mode)
+        rows = [json.loads(l) for l in r_path.read_text().splitlines()]
+        assert [r["id"] for r in rows] == ["q1", "q2"]
+        leave_id = next(r for r in rep["files_report"] if r["file"] == "leave.md")["doc_ids"][0]
+        assert rows[0]["results"][0]["doc_id"] == leave_id, mode
+        assert set(rows[0]["results"][0]) == {"doc_id", "chunk_id", "score"}
+
+    human = run(data, "search", "--kb", "Handbook", "--query", "parental leave", "--mode", "keyword").stdout
+    assert "leave.md" in human
+
+    run(data, "delete", "--kb", "Handbook", leave_id)
+    run(data, "search", "--kb", "Handbook", "--queries", str(q), "--top-k", "5", "--out", str(r_path))
+    rows = [json.loads(l) for l in r_path.read_text().splitlines()]
+    assert all(res["doc_id"] != leave_id for row in rows for res in row["results"])
+
+
+def test_bad_input_exits_2_with_one_line(data, tmp_path):
+    run(data, "kb", "create", "kb1")
+    cases = [
+        ("kb", "create", "kb1"),  # duplicate name
+        ("kb", "create", "bad/name"),
+        ("ingest", "--kb", "nope", str(tmp_path)),
+        ("ingest", "--kb", "kb1", str(tmp_path / "missing.pdf")),
+        ("delete", "--kb", "kb1", "no-such-doc"),
+        ("search", "--kb", "kb1", "--queries", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "o.jsonl")),
+    ]
+    bad_q = tmp_path / "bad.jsonl"
+    bad_q.write_text("{not json}\n")
+    cases.append(("search", "--kb", "kb1", "--queries", str(bad_q), "--out", str(tmp_path / "o.jsonl")))
+    only_bad = tmp_path / "only.txt"
+    only_bad.write_bytes(b"")
+    cases.append(("ingest", "--kb", "kb1", str(only_bad)))
+    for args in cases:
+        p = run(data, *args, ok=False)
+        assert p.returncode == 2, (args, p.stdout, p.stderr)
+        lines = [l for l in p.stderr.splitlines() if l.strip() and not l.startswith("indexing")]
+        assert lines and lines[-1].startswith("error:"), (args, p.stderr)
+        assert "Traceback" not in p.stderr, args
+
+
+def test_jsonl_ids_in_search_output(data, tmp_path):
+    run(data, "kb", "create", "corpus")
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("\n".join(json.dumps({"_id": f"doc-{i}", "title": t, "text": x}) for i, (t, x) in enumerate([
+        ("Mitochondria", "Mitochondria produce ATP through oxidative phosphorylation."),
+        ("Photosynthesis", "Chloroplasts convert light into chemical energy."),
+    ])))
+    run(data, "ingest", "--kb", "corpus", str(corpus))
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"id": 7, "question": "How do cells make ATP?"}) + "\n")
+    out = tmp_path / "r.jsonl"
+    run(data, "search", "--kb", "corpus", "--queries", str(q), "--top-k", "1", "--out", str(out))
+    row = json.loads(out.read_text())
+    assert row["id"] == 7 and row["results"][0]["doc_id"] == "doc-0"
