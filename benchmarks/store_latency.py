@@ -28,7 +28,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rag_core.db import Database  # noqa: E402
 from rag_core.models import Chunk, SearchFilters  # noqa: E402
-from rag_core.stores.embedded import EmbeddedStore, keyword_terms  # noqa: E402
+from rag_core.stores.analyzer import analyze  # noqa: E402
+from rag_core.stores.embedded import EmbeddedStore  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -134,8 +135,8 @@ def bench(n: int, engines: bool, keep: Path | None) -> dict:
     db2.close()
 
     if engines:
-        tok = [keyword_terms(t, 10**6) for t in texts]
-        qtok = [keyword_terms(q) for q in qs]
+        tok = [analyze(t) for t in texts]
+        qtok = [analyze(q) for q in qs]
         from rank_bm25 import BM25Okapi
 
         t = time.perf_counter()

@@ -31,6 +31,8 @@ from itertools import accumulate
 
 from rag_core.models import Chunk, LoadedDocument
 
+__all__ = ["chunk_document", "sentence_starts", "split_sentences"]
+
 PROSE = ("paragraph", "list")
 
 # ----------------------------------------------------------------------------- sentences
@@ -166,6 +168,12 @@ def _starts_block(line: str, *, list_items: bool) -> bool:
     )
 
 
+def _closes_fence(line: str, opening: str) -> bool:
+    """Markdown rule: same character, at least as long, nothing else on the line."""
+    m = _FENCE.match(line)
+    return bool(m) and m.group(1)[0] == opening[0] and len(m.group(1)) >= len(opening) and not line.strip().strip(opening[0])
+
+
 def _parse_blocks(t: _Text, max_heading: int) -> list[_Block]:
     lines = t.lines
     n = len(lines)
@@ -179,14 +187,10 @@ def _parse_blocks(t: _Text, max_heading: int) -> list[_Block]:
             continue
         first = stripped[0]
         if first in "`~" and (m := _FENCE.match(line)):
-            marker = m.group(1)
             j = i + 1
-            while j < n:
-                close = _FENCE.match(lines[j])
-                if close and close.group(1)[0] == marker[0] and len(close.group(1)) >= len(marker) and not lines[j].strip().strip(marker[0]):
-                    j += 1
-                    break
+            while j < n and not _closes_fence(lines[j], m.group(1)):
                 j += 1
+            j = min(j + 1, n)  # include the closing fence; an unclosed fence runs to the end
             kind = "code"
         elif first == "#" and (m := _HEADING.match(line)) and len(stripped) <= max_heading:
             blocks.append(_Block("heading", i, i + 1, t.line_start(i), t.line_end(i), len(m.group(1)), m.group(2).strip()))
@@ -393,11 +397,15 @@ def _overlap_start(full: str, prev: _Open, content_start: int, overlap: int) -> 
     """Where the overlap copied from `prev` begins: a sentence start if one leaves a useful
     amount of text, else a word start; `content_start` (no overlap) if neither exists.
 
-    Never earlier than `prev`'s first real unit + 1, so the overlap cannot repeat a whole
-    chunk or a heading line, and never more than `overlap` chars before the new content.
+    Only prose at the end of `prev` is copied (no heading, code or table tail), never
+    from `prev`'s first character (a short chunk is not repeated whole), and never more
+    than `overlap` chars before the new content.
     """
-    body = next(u.start for u in prev.units if u.kind != "heading")
-    lo = max(body + 1, content_start - overlap)
+    run = len(prev.units) - 1
+    while run > 0 and prev.units[run - 1].kind in PROSE:
+        run -= 1
+    first_body = next(u.start for u in prev.units if u.kind != "heading")
+    lo = max(prev.units[run].start, first_body + 1, content_start - overlap)
     hi = prev.units[-1].end
     if lo >= hi:
         return content_start
@@ -439,5 +447,3 @@ def _make_chunk(t: _Text, doc: LoadedDocument, o: _Open, section: str, ordinal: 
         chunk_type=kind,  # type: ignore[arg-type]
     )
 
-
-__all__ = ["chunk_document", "sentence_starts", "split_sentences"]

@@ -15,8 +15,11 @@ import json
 import logging
 import re
 from pathlib import Path
+
 from rag_core.errors import LoadError, UnsupportedFileType
 from rag_core.models import LoadedDocument
+
+__all__ = ["SUPPORTED_EXTENSIONS", "clean_pdf_text", "load_file", "title_from_filename"]
 
 log = logging.getLogger(__name__)
 
@@ -217,7 +220,10 @@ def _first_markdown_heading(text: str) -> str | None:
 # Average visible characters per page below which a PDF with images is treated as a scan:
 # scans often carry a stray text object ("Background", a page number) and nothing else.
 _MIN_CHARS_PER_PAGE = 10
-_LIGATURES = str.maketrans({"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st", "\u00ad": None, "\x00": None})
+# Ligatures would hide "filled" from a keyword search for it; soft hyphens and NULs are noise.
+_LIGATURES = str.maketrans(
+    {"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st", "\u00ad": None, "\x00": None}
+)
 _INLINE_SPACE = re.compile(r"[ \t\f\v\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
 _LINE_END_HYPHEN = re.compile(r"(?<=[^\W\d_])-\n(?=([^\W\d_]))")
 _MANY_BLANK_LINES = re.compile(r"\n{3,}")
@@ -310,7 +316,9 @@ def _pdf_has_images(reader) -> bool:
 
 # --------------------------------------------------------------------------- HTML
 
-_HTML_SKIP = frozenset({"script", "style", "noscript", "template", "svg", "head", "iframe", "object", "embed", "canvas", "select"})
+_HTML_SKIP = frozenset(
+    {"script", "style", "noscript", "template", "svg", "head", "iframe", "object", "embed", "canvas", "select"}
+)
 _HTML_HEADINGS = {f"h{n}": n for n in range(1, 7)}
 _HTML_BLOCKS = frozenset(
     {"p", "div", "section", "article", "main", "header", "footer", "nav", "aside", "blockquote",
@@ -449,7 +457,7 @@ class _HtmlToMarkdown:
         text = "\n".join(line for line in lines if line)
         if not text:
             return
-        indent = "  " * max(0, self._list_depth - 1)
+        indent = "  " * min(max(0, self._list_depth - 1), 6)  # deep nesting: cap, don't drift right
         if self._pending_item:
             self._pending_item = False
             self._out.append(("item", indent + "- " + text.replace("\n", " ")))
@@ -662,5 +670,3 @@ def _as_text(value: object) -> str:
         return str(value)
     return json.dumps(value, ensure_ascii=False)
 
-
-__all__: list[str] = ["SUPPORTED_EXTENSIONS", "clean_pdf_text", "load_file", "title_from_filename"]

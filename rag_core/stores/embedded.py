@@ -1,28 +1,30 @@
-"""The embedded store: SQLite FTS5 (BM25) for keywords + an exact numpy vector index.
+"""The embedded store: SQLite for durability, in-memory BM25 + exact vectors for speed.
 
-Chosen by measurement (DESIGN.md §9 and benchmarks/store_engines.py): SQLite gives ACID
-per-document writes, incremental add/delete, filters in SQL and one file on disk, with no
-server. Vectors are stored in the same rows (so a document's text, keywords and vectors
-commit together) and mirrored in memory as a growable float32 matrix with a tombstone mask,
-synced incrementally from the database: other processes' writes are picked up by
-comparing a generation counter, and no index is ever rebuilt per query.
+Chosen by measurement (benchmarks/store_latency.py, results in benchmarks/results/): SQLite
+gives ACID per-document writes, incremental add/delete and one file on disk with no server.
+Each chunk row holds its text, its vector and its analysed terms, so a document's keywords
+and vectors commit together or not at all. On open, `MemIndex` is built from those rows;
+afterwards it is synced incrementally (a generation counter tells when another process
+wrote), so no index is rebuilt per query.
 
-Complexity at n chunks: keyword search is FTS5's posting-list walk (cost grows with the
-query terms' document frequency); vector search is one O(n·d) mat-vec (~15 ms at 100k × 384);
-filters are numpy masks over per-row codes (kb, tenant, ACL signature), so a filter never
-turns into a scan of Python objects.
+Why not SQLite FTS5 for keywords (the first version): at 100k chunks its BM25 took 87 ms
+p50 and 225 ms with a knowledge-base filter (FTS5 scores every match before the join can
+filter), and its k1/b are fixed. rank-bm25 scores every document in Python (609 ms) and
+must be rebuilt on change. The postings index here answers in a few ms, filters with the
+same numpy masks as the vector side, and takes adds and deletes in place.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import threading
 
 import numpy as np
 
 from ..db import Database
 from ..models import Chunk, ScoredChunk, SearchFilters
+from .analyzer import analyze, query_terms
+from .memindex import MemIndex, encode_terms
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS chunks (
@@ -41,14 +43,11 @@ CREATE TABLE IF NOT EXISTS chunks (
     chunk_type TEXT NOT NULL,
     tenant TEXT,
     acl_sig INTEGER NOT NULL,
-    vector BLOB NOT NULL
+    vector BLOB NOT NULL,
+    terms BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(kb_id, doc_id);
-CREATE INDEX IF NOT EXISTS chunks_kb ON chunks(kb_id);
--- porter stemming + unicode61 with diacritics folded: "running"/"runs" meet, "café" = "cafe".
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    content, tokenize = 'porter unicode61 remove_diacritics 2'
-);
+CREATE TABLE IF NOT EXISTS vocab (id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
 -- ACL signatures: the distinct (users, groups) pairs. Chunks point to one, so an ACL filter
 -- is "signature in allowed set", computed once per query over a handful of rows.
 CREATE TABLE IF NOT EXISTS acl_sigs (
@@ -57,23 +56,11 @@ CREATE TABLE IF NOT EXISTS acl_sigs (
     groups TEXT NOT NULL,
     UNIQUE(users, groups)
 );
--- Deleted row ids, so other processes can drop them from their in-memory vector index.
+-- Deleted row ids, so other processes can drop them from their in-memory index.
 CREATE TABLE IF NOT EXISTS tombstones (seq INTEGER PRIMARY KEY AUTOINCREMENT, row_id INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT OR IGNORE INTO store_meta VALUES ('generation', '0');
 """
-
-_TOKEN = re.compile(r"\w+", re.UNICODE)
-# Dropped from keyword queries only (never from the index): they carry no evidence and
-# make FTS5 walk the longest posting lists. A question made only of these keeps them.
-STOPWORDS = frozenset(
-    """a an and are as at be been being but by can could did do does doing for from had has have
-    having he her here hers him his how i if in into is it its itself me more most my no nor not of
-    off on once only or other our ours out over own same she should so some such than that the their
-    theirs them then there these they this those through to too under until up very was we were what
-    when where which while who whom why will with would you your yours about above after again against
-    all am any because before below between both during each few further just s t don now""".split()
-)
 
 _CHUNK_COLS = ", ".join(
     f"c.{col}"
@@ -84,144 +71,55 @@ _CHUNK_COLS = ", ".join(
 )
 
 
-def keyword_terms(query: str, limit: int = 64) -> list[str]:
-    seen: dict[str, None] = {}
-    for tok in _TOKEN.findall(query.lower()):
-        seen.setdefault(tok, None)
-    terms = list(seen)
-    content = [t for t in terms if t not in STOPWORDS]
-    return (content or terms)[:limit]
-
-
-def fts_query(query: str) -> str | None:
-    """An FTS5 MATCH expression that cannot be a syntax error: every term quoted, OR-ed."""
-    terms = keyword_terms(query)
-    if not terms:
-        return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-
-
-class _VectorIndex:
-    """In-memory mirror of the chunks' vectors plus per-row filter codes."""
-
-    def __init__(self) -> None:
-        self.dim = 0
-        self.n = 0
-        self.mat = np.zeros((0, 0), dtype=np.float32)
-        self.row_ids = np.zeros(0, dtype=np.int64)
-        self.alive = np.zeros(0, dtype=bool)
-        self.kb = np.zeros(0, dtype=np.int32)
-        self.tenant = np.zeros(0, dtype=np.int32)
-        self.sig = np.zeros(0, dtype=np.int32)
-        self.pos: dict[int, int] = {}
-        self.codes: dict[str | None, int] = {None: 0}
-        self.max_row = 0
-        self.last_tomb = 0
-        self.dead = 0
-
-    def code(self, value: str | None) -> int:
-        c = self.codes.get(value)
-        if c is None:
-            c = self.codes[value] = len(self.codes)
-        return c
-
-    def _grow(self, need: int) -> None:
-        cap = self.mat.shape[0]
-        if need <= cap:
-            return
-        new_cap = max(need, cap * 2, 1024)
-        for name in ("row_ids", "alive", "kb", "tenant", "sig"):
-            old = getattr(self, name)
-            arr = np.zeros(new_cap, dtype=old.dtype)
-            arr[: self.n] = old[: self.n]
-            setattr(self, name, arr)
-        mat = np.zeros((new_cap, self.dim), dtype=np.float32)
-        mat[: self.n] = self.mat[: self.n]
-        self.mat = mat
-
-    def append(self, rows: list[tuple[int, str, str | None, int, bytes]]) -> None:
-        if not rows:
-            return
-        if self.dim == 0:
-            self.dim = len(rows[0][4]) // 4
-            self.mat = np.zeros((0, self.dim), dtype=np.float32)
-        self._grow(self.n + len(rows))
-        vecs = np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float32).reshape(len(rows), self.dim)
-        s = slice(self.n, self.n + len(rows))
-        self.mat[s] = vecs
-        self.row_ids[s] = [r[0] for r in rows]
-        self.kb[s] = [self.code(r[1]) for r in rows]
-        self.tenant[s] = [self.code(r[2]) for r in rows]
-        self.sig[s] = [r[3] for r in rows]
-        self.alive[s] = True
-        for i, r in enumerate(rows):
-            self.pos[r[0]] = self.n + i
-        self.n += len(rows)
-        self.max_row = max(self.max_row, rows[-1][0])
-
-    def kill(self, row_ids: list[int]) -> None:
-        for rid in row_ids:
-            p = self.pos.pop(rid, None)
-            if p is not None and self.alive[p]:
-                self.alive[p] = False
-                self.dead += 1
-        # Compact when a third is tombstones, so deletes never make search slower for long.
-        if self.dead > 1000 and self.dead * 3 > self.n:
-            keep = np.flatnonzero(self.alive[: self.n])
-            for name in ("row_ids", "alive", "kb", "tenant", "sig"):
-                arr = getattr(self, name)
-                setattr(self, name, arr[keep].copy())
-            self.mat = self.mat[keep].copy()
-            self.n = len(keep)
-            self.pos = {int(r): i for i, r in enumerate(self.row_ids[: self.n])}
-            self.dead = 0
-
-
 class EmbeddedStore:
     name = "embedded"
 
     def __init__(self, db: Database):
         self.db = db
         db.executescript(SCHEMA)
-        self._vi = _VectorIndex()
+        self._mi = MemIndex()
+        self._vocab: dict[str, int] = {}
+        self._max_vocab = 0
         self._generation = -1
         self._sync_lock = threading.Lock()
         self._sigs: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
         self._sync()
 
-    # ---- sync of the in-memory vector index -----------------------------------------
+    # ---- sync of the in-memory index ------------------------------------------------
     def _read_generation(self) -> int:
         return int(self.db.query_one("SELECT value FROM store_meta WHERE key='generation'")[0])
 
     def _sync(self) -> None:
         """Bring the in-memory index up to date with the database (cheap when unchanged:
         one primary-key read)."""
-        gen = self._read_generation()
-        if gen == self._generation:
+        if self._read_generation() == self._generation:
             return
-        with self._sync_lock:
-            with self.db.lock:
-                gen = self._read_generation()
-                if gen == self._generation:
-                    return
-                vi = self._vi
-                tomb = self.db.query(
-                    "SELECT seq, row_id FROM tombstones WHERE seq > ? ORDER BY seq", (vi.last_tomb,)
-                )
-                if tomb:
-                    vi.kill([t["row_id"] for t in tomb])
-                    vi.last_tomb = tomb[-1]["seq"]
-                cur = self.db.conn.execute(
-                    "SELECT id, kb_id, tenant, acl_sig, vector FROM chunks WHERE id > ? ORDER BY id", (vi.max_row,)
-                )
-                while True:
-                    batch = cur.fetchmany(5000)
-                    if not batch:
-                        break
-                    vi.append([tuple(r) for r in batch])
-                for r in self.db.query("SELECT id, users, groups FROM acl_sigs"):
-                    self._sigs[r["id"]] = (frozenset(json.loads(r["users"])), frozenset(json.loads(r["groups"])))
-                self._generation = gen
+        with self._sync_lock, self.db.lock:
+            gen = self._read_generation()
+            if gen == self._generation:
+                return
+            mi = self._mi
+            first_load = mi.n == 0
+            for r in self.db.query("SELECT id, term FROM vocab WHERE id > ?", (self._max_vocab,)):
+                self._vocab[r["term"]] = r["id"]
+                self._max_vocab = max(self._max_vocab, r["id"])
+            tomb = self.db.query("SELECT seq, row_id FROM tombstones WHERE seq > ? ORDER BY seq", (mi.last_tomb,))
+            if tomb:
+                mi.kill([t["row_id"] for t in tomb])
+                mi.last_tomb = tomb[-1]["seq"]
+            cur = self.db.conn.execute(
+                "SELECT id, kb_id, tenant, acl_sig, vector, terms FROM chunks WHERE id > ? ORDER BY id", (mi.max_row,)
+            )
+            while True:
+                batch = cur.fetchmany(5000)
+                if not batch:
+                    break
+                mi.append([tuple(r) for r in batch])
+            if first_load and mi.n:
+                mi.rebuild()  # one compact segment after a cold load
+            for r in self.db.query("SELECT id, users, groups FROM acl_sigs"):
+                self._sigs[r["id"]] = (frozenset(json.loads(r["users"])), frozenset(json.loads(r["groups"])))
+            self._generation = gen
 
     @staticmethod
     def _bump(c) -> None:
@@ -233,38 +131,61 @@ class EmbeddedStore:
         c.execute("INSERT OR IGNORE INTO acl_sigs(users, groups) VALUES (?,?)", (u, g))
         return c.execute("SELECT id FROM acl_sigs WHERE users=? AND groups=?", (u, g)).fetchone()[0]
 
+    def _term_ids(self, c, terms: set[str]) -> dict[str, int]:
+        """Vocabulary ids, creating new ones inside the caller's write transaction."""
+        missing = [t for t in terms if t not in self._vocab]
+        if missing:
+            c.executemany("INSERT OR IGNORE INTO vocab(term) VALUES (?)", [(t,) for t in missing])
+            for start in range(0, len(missing), 500):
+                part = missing[start : start + 500]
+                for r in c.execute(f"SELECT id, term FROM vocab WHERE term IN ({','.join('?' * len(part))})", part):
+                    self._vocab[r[1]] = r[0]
+        return self._vocab
+
     def add_chunks(self, chunks: list[Chunk], vectors: np.ndarray) -> None:
         if not chunks:
             return
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        if vectors.shape[0] != len(chunks):
+        if vectors.ndim != 2 or vectors.shape[0] != len(chunks):
             raise ValueError("one vector per chunk")
-        if self._vi.dim and vectors.shape[1] != self._vi.dim:
+        if self._mi.dim and vectors.shape[1] != self._mi.dim:
             raise ValueError(
-                f"vector size {vectors.shape[1]} does not match this store's {self._vi.dim}: "
+                f"vector size {vectors.shape[1]} does not match this store's {self._mi.dim}: "
                 "the data folder was indexed with another embedding model"
             )
-        with self.db.transaction() as c:
-            sig_cache: dict[tuple, int] = {}
-            for ch, vec in zip(chunks, vectors):
-                key = (tuple(ch.acl_users), tuple(ch.acl_groups))
-                if key not in sig_cache:
-                    sig_cache[key] = self._acl_sig(c, ch.acl_users, ch.acl_groups)
-                cur = c.execute(
-                    "INSERT INTO chunks (chunk_id, doc_id, kb_id, ordinal, text, title, section, source,"
-                    " page_start, page_end, char_start, char_end, line_start, line_end, chunk_type, tenant,"
-                    " acl_sig, vector) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        ch.chunk_id, ch.doc_id, ch.kb_id, ch.ordinal, ch.text, ch.title, ch.section, ch.source,
-                        ch.page_start, ch.page_end, ch.char_start, ch.char_end, ch.line_start, ch.line_end,
-                        ch.chunk_type, ch.tenant, sig_cache[key], vec.tobytes(),
-                    ),
-                )
-                c.execute(
-                    "INSERT INTO chunks_fts(rowid, content) VALUES (?, ?)",
-                    (cur.lastrowid, f"{ch.source}\n{ch.index_text()}"),
-                )
-            self._bump(c)
+        counts = []
+        for ch in chunks:
+            tc: dict[str, int] = {}
+            for t in analyze(f"{ch.source}\n{ch.index_text()}"):
+                tc[t] = tc.get(t, 0) + 1
+            counts.append(tc)
+        try:
+            with self.db.transaction() as c:
+                ids = self._term_ids(c, {t for tc in counts for t in tc})
+                sig_cache: dict[tuple, int] = {}
+                for ch, vec, tc in zip(chunks, vectors, counts):
+                    key = (tuple(ch.acl_users), tuple(ch.acl_groups))
+                    if key not in sig_cache:
+                        sig_cache[key] = self._acl_sig(c, ch.acl_users, ch.acl_groups)
+                    c.execute(
+                        "INSERT INTO chunks (chunk_id, doc_id, kb_id, ordinal, text, title, section, source,"
+                        " page_start, page_end, char_start, char_end, line_start, line_end, chunk_type, tenant,"
+                        " acl_sig, vector, terms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        (
+                            ch.chunk_id, ch.doc_id, ch.kb_id, ch.ordinal, ch.text, ch.title, ch.section, ch.source,
+                            ch.page_start, ch.page_end, ch.char_start, ch.char_end, ch.line_start, ch.line_end,
+                            ch.chunk_type, ch.tenant, sig_cache[key], vec.tobytes(),
+                            encode_terms([ids[t] for t in tc], list(tc.values())),
+                        ),
+                    )
+                self._bump(c)
+        except BaseException:
+            # Ids handed out inside the rolled-back transaction do not exist: forget them all
+            # and reload the vocabulary on the next sync.
+            self._vocab.clear()
+            self._max_vocab = 0
+            self._generation = -1
+            raise
         self._sync()
 
     def _delete_where(self, where: str, params: tuple) -> int:
@@ -273,9 +194,7 @@ class EmbeddedStore:
             if ids:
                 for start in range(0, len(ids), 500):
                     part = ids[start : start + 500]
-                    marks = ",".join("?" * len(part))
-                    c.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", part)
-                    c.execute(f"DELETE FROM chunks WHERE id IN ({marks})", part)
+                    c.execute(f"DELETE FROM chunks WHERE id IN ({','.join('?' * len(part))})", part)
                 c.executemany("INSERT INTO tombstones(row_id) VALUES (?)", [(i,) for i in ids])
                 self._bump(c)
         self._sync()
@@ -298,42 +217,40 @@ class EmbeddedStore:
             if (not users and not grps) or (f.user is not None and f.user in users) or (groups & grps)
         ]
 
-    def _sql_filter(self, f: SearchFilters) -> tuple[str, list]:
-        clauses, params = [], []
-        if f.kb_ids is not None:
-            clauses.append(f"c.kb_id IN ({','.join('?' * len(f.kb_ids))})")
-            params += list(f.kb_ids)
-        if f.tenant is not None:
-            clauses.append("c.tenant = ?")
-            params.append(f.tenant)
-        if f.doc_ids is not None:
-            clauses.append(f"c.doc_id IN ({','.join('?' * len(f.doc_ids))})")
-            params += list(f.doc_ids)
-        sigs = self._allowed_sigs(f)
-        if sigs is not None:
-            clauses.append(f"c.acl_sig IN ({','.join('?' * len(sigs))})" if sigs else "0")
-            params += sigs
-        return (" AND " + " AND ".join(clauses)) if clauses else "", params
-
     def _mask(self, f: SearchFilters) -> np.ndarray:
-        vi = self._vi
-        m = vi.alive[: vi.n].copy()
+        mi = self._mi
+        m = mi.alive[: mi.n].copy()
         if f.kb_ids is not None:
-            m &= np.isin(vi.kb[: vi.n], [vi.codes.get(k, -1) for k in f.kb_ids])
+            m &= np.isin(mi.kb[: mi.n], [mi.codes.get(k, -1) for k in f.kb_ids])
         if f.tenant is not None:
-            m &= vi.tenant[: vi.n] == vi.codes.get(f.tenant, -1)
+            m &= mi.tenant[: mi.n] == mi.codes.get(f.tenant, -1)
         sigs = self._allowed_sigs(f)
         if sigs is not None:
-            m &= np.isin(vi.sig[: vi.n], sigs)
+            m &= np.isin(mi.sig[: mi.n], sigs)
         if f.doc_ids is not None:
             rows = self.db.query(
                 f"SELECT id FROM chunks WHERE doc_id IN ({','.join('?' * len(f.doc_ids))})", list(f.doc_ids)
-            )
-            allowed = np.zeros(vi.n, dtype=bool)
-            idx = [vi.pos[r[0]] for r in rows if r[0] in vi.pos]
-            allowed[idx] = True
+            ) if f.doc_ids else []
+            allowed = np.zeros(mi.n, dtype=bool)
+            allowed[[mi.pos[r[0]] for r in rows if r[0] in mi.pos]] = True
             m &= allowed
         return m
+
+    def _top(self, scores: np.ndarray, mask: np.ndarray, k: int, signal: str) -> list[ScoredChunk]:
+        scores = np.where(mask, scores, -np.inf)
+        valid = int(np.isfinite(scores).sum())
+        k = min(k, valid)
+        if k <= 0:
+            return []
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.lexsort((self._mi.row_ids[top], -scores[top]))]  # ties: older row first
+        row_ids = [int(self._mi.row_ids[i]) for i in top]
+        chunks = self._chunks_by_rowid(row_ids)
+        return [
+            ScoredChunk(chunks[rid], float(scores[i]), {signal: float(scores[i])})
+            for rid, i in zip(row_ids, top)
+            if rid in chunks
+        ]
 
     # ---- reads -----------------------------------------------------------------------
     @staticmethod
@@ -363,45 +280,26 @@ class EmbeddedStore:
 
     def keyword_search(self, query: str, k: int, filters: SearchFilters) -> list[ScoredChunk]:
         self._sync()
-        match = fts_query(query)
-        if match is None or k <= 0:
+        terms = [self._vocab[t] for t in query_terms(query) if t in self._vocab]
+        if not terms or k <= 0:
             return []
-        where, params = self._sql_filter(filters)
-        rows = self.db.query(
-            "SELECT chunks_fts.rowid AS id, -bm25(chunks_fts) AS s FROM chunks_fts"
-            + (" JOIN chunks c ON c.id = chunks_fts.rowid" if where else "")
-            + f" WHERE chunks_fts MATCH ?{where} ORDER BY bm25(chunks_fts) LIMIT ?",
-            [match, *params, k],
-        )
-        chunks = self._chunks_by_rowid([r["id"] for r in rows])
-        return [
-            ScoredChunk(chunks[r["id"]], float(r["s"]), {"keyword": float(r["s"])}) for r in rows if r["id"] in chunks
-        ]
+        with self._sync_lock:  # a merge on another thread must not swap arrays mid-query
+            scores = self._mi.bm25(terms)
+            mask = self._mask(filters) & (scores > 0)
+        return self._top(scores, mask, k, "keyword")
 
     def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilters) -> list[ScoredChunk]:
         self._sync()
-        vi = self._vi
-        if vi.n == 0 or k <= 0:
+        mi = self._mi
+        if mi.n == 0 or k <= 0:
             return []
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if q.shape[0] != vi.dim:
-            raise ValueError(f"query vector size {q.shape[0]} does not match the store's {vi.dim}")
-        scores = vi.mat[: vi.n] @ q
-        mask = self._mask(filters)
-        scores = np.where(mask, scores, -np.inf)
-        valid = int(mask.sum())
-        k = min(k, valid)
-        if k == 0:
-            return []
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        row_ids = [int(vi.row_ids[i]) for i in top]
-        chunks = self._chunks_by_rowid(row_ids)
-        return [
-            ScoredChunk(chunks[rid], float(scores[i]), {"vector": float(scores[i])})
-            for rid, i in zip(row_ids, top)
-            if rid in chunks
-        ]
+        if q.shape[0] != mi.dim:
+            raise ValueError(f"query vector size {q.shape[0]} does not match the store's {mi.dim}")
+        with self._sync_lock:
+            scores = mi.mat[: mi.n] @ q
+            mask = self._mask(filters)
+        return self._top(scores, mask, k, "vector")
 
     def get_chunks(self, chunk_ids: list[str]) -> list[Chunk]:
         if not chunk_ids:
@@ -425,12 +323,12 @@ class EmbeddedStore:
             f"SELECT chunk_id, id FROM chunks WHERE chunk_id IN ({','.join('?' * len(chunk_ids))})", list(chunk_ids)
         ) if chunk_ids else []
         rid = {r["chunk_id"]: r["id"] for r in rows}
-        vi = self._vi
-        out = np.zeros((len(chunk_ids), vi.dim), dtype=np.float32)
+        mi = self._mi
+        out = np.zeros((len(chunk_ids), mi.dim), dtype=np.float32)
         for i, cid in enumerate(chunk_ids):
-            p = vi.pos.get(rid.get(cid, -1))
+            p = mi.pos.get(rid.get(cid, -1))
             if p is not None:
-                out[i] = vi.mat[p]
+                out[i] = mi.mat[p]
         return out
 
     def count(self, kb_id: str | None = None) -> int:
@@ -439,17 +337,19 @@ class EmbeddedStore:
         return int(self.db.query_one("SELECT COUNT(*) FROM chunks WHERE kb_id=?", (kb_id,))[0])
 
     def health(self) -> dict:
+        """Database rows, in-memory vectors and keyword rows agree (a consistency check the
+        tests and the settings page use)."""
         self._sync()
-        fts_rows = int(self.db.query_one("SELECT COUNT(*) FROM chunks_fts")[0])
         rows = self.count()
-        live_vectors = int(self._vi.alive[: self._vi.n].sum())
+        mi = self._mi
+        live = int(mi.alive[: mi.n].sum())
         return {
             "store": self.name,
-            "ok": fts_rows == rows == live_vectors,
+            "ok": rows == live == mi.alive_count,
             "chunks": rows,
-            "keyword_rows": fts_rows,
-            "vectors": live_vectors,
-            "dim": self._vi.dim,
+            "vectors": live,
+            "keyword_rows": mi.alive_count,
+            "dim": mi.dim,
         }
 
     def close(self) -> None:

@@ -355,7 +355,9 @@ def test_generated_pdf_pages_and_cleanup(tmp_path):
     ]
 
 
-@pytest.mark.parametrize(("meta", "title"), [("untitled", "my scan"), ("my-scan", "my scan"), ("  ", "my scan"), ("Real Name", "Real Name")])
+@pytest.mark.parametrize(
+    ("meta", "title"), [("untitled", "my scan"), ("my-scan", "my scan"), ("  ", "my scan"), ("Real Name", "Real Name")]
+)
 def test_pdf_title_only_when_meaningful(tmp_path, meta, title):
     assert load_one(write(tmp_path, "my-scan.pdf", make_pdf(["text"], title=meta))).title == title
 
