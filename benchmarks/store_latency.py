@@ -126,6 +126,10 @@ def bench(n: int, engines: bool, keep: Path | None) -> dict:
     store.delete_document("kb-a", "new")
     res["delete_doc_ms"] = round((time.perf_counter() - t) * 1000, 1)
     db.close()
+    del store
+    import gc
+
+    gc.collect()
     # cold open: a new process/app start reads vectors back from SQLite
     t = time.perf_counter()
     db2 = Database(tmp / "groundwork.db")

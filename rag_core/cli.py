@@ -254,6 +254,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import logging
+
+    # pypdf logs every repair it makes ("EOF marker not found"); the per-file report
+    # already says what matters, so keep the terminal readable.
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -139,18 +139,20 @@ class Ingestor:
     def _ingest_file(self, kb: KnowledgeBase, path: Path, name: str, stats: IngestStats) -> FileReport:
         if not path.exists():
             raise LoadError("file not found")
-        if path.suffix.lower() not in SUPPORTED_EXTENSIONS:
+        # Uploads arrive under temporary names: the display name's extension counts then.
+        ext = path.suffix.lower() if path.suffix.lower() in SUPPORTED_EXTENSIONS else Path(name).suffix.lower()
+        if ext not in SUPPORTED_EXTENSIONS:
             # load_file says the same; checked first so an unsupported 2 GB file is not hashed.
             return FileReport(
                 file=name,
                 status="failed",
-                reason=f"unsupported file type '{path.suffix or '(none)'}' (supported: {', '.join(sorted(SUPPORTED_EXTENSIONS))})",
+                reason=f"unsupported file type '{ext or '(none)'}' (supported: {', '.join(sorted(SUPPORTED_EXTENSIONS))})",
             )
         size_mb = path.stat().st_size / 1e6
         if size_mb > self.settings.max_file_mb:
             raise LoadError(f"file is {size_mb:.0f} MB; the limit is {self.settings.max_file_mb} MB (RAG_MAX_FILE_MB)")
         sha = file_sha256(path)
-        is_records = path.suffix.lower() == ".jsonl"
+        is_records = ext == ".jsonl"
         if not is_records:
             dup = self.appdb.find_duplicate(kb.kb_id, sha)
             if dup:
@@ -183,7 +185,7 @@ class Ingestor:
             report.reason = "already in this knowledge base"
             return report
         if not is_records:
-            self._store_original(kb, path, report.doc_ids[0])
+            self._store_original(kb, path, name, report.doc_ids[0])
             self._replace_older_versions(kb, name, report.doc_ids[0])
         return report
 
@@ -238,11 +240,11 @@ class Ingestor:
             stats.chunks += len(chunks)
         return len(pending)
 
-    def _store_original(self, kb: KnowledgeBase, path: Path, doc_id: str) -> None:
+    def _store_original(self, kb: KnowledgeBase, path: Path, report_name: str, doc_id: str) -> None:
         """Keep the uploaded file so the UI can offer it for download next to a citation."""
         dest_dir = self.settings.files_dir / kb.kb_id
         dest_dir.mkdir(parents=True, exist_ok=True)
-        dest = dest_dir / f"{doc_id}{path.suffix.lower()}"
+        dest = dest_dir / f"{doc_id}{Path(report_name).suffix.lower()}"
         if not dest.exists():
             shutil.copyfile(path, dest)
         with self.appdb.db.transaction() as c:

@@ -1,69 +1,71 @@
-"""Fusion of ranked lists: relative-score fusion (Weaviate's default) and reciprocal rank fusion."""
+"""Fusion of a keyword and a vector ranking: relative-score fusion (Weaviate's default) and
+reciprocal rank fusion. Works on (key, score) pairs so stores can fuse array positions and
+the generic path can fuse chunk ids with the same code."""
 
 from __future__ import annotations
+
+from typing import Hashable, Sequence
 
 from ..models import ScoredChunk
 
 RRF_K = 60
+Ranked = Sequence[tuple[Hashable, float]]  # best first
 
 
-def _minmax(results: list[ScoredChunk]) -> dict[str, float]:
-    if not results:
+def _minmax(ranked: Ranked) -> dict:
+    if not ranked:
         return {}
-    scores = [r.score for r in results]
+    scores = [s for _, s in ranked]
     lo, hi = min(scores), max(scores)
     if hi - lo < 1e-12:
         # One result, or all tied: each is as good as the best of its list.
-        return {r.chunk.chunk_id: 1.0 for r in results}
-    return {r.chunk.chunk_id: (r.score - lo) / (hi - lo) for r in results}
+        return {key: 1.0 for key, _ in ranked}
+    return {key: (s - lo) / (hi - lo) for key, s in ranked}
 
 
-def relative_score_fusion(keyword: list[ScoredChunk], vector: list[ScoredChunk], alpha: float) -> list[ScoredChunk]:
+def relative_score(keyword: Ranked, vector: Ranked, alpha: float) -> dict:
     """score = (1-alpha)·minmax(keyword) + alpha·minmax(vector); absent from a list counts 0."""
     kw, vec = _minmax(keyword), _minmax(vector)
-    return _combine(keyword, vector, lambda cid: (1 - alpha) * kw.get(cid, 0.0) + alpha * vec.get(cid, 0.0))
+    return {key: (1 - alpha) * kw.get(key, 0.0) + alpha * vec.get(key, 0.0) for key in {**kw, **vec}}
 
 
-def reciprocal_rank_fusion(
-    keyword: list[ScoredChunk], vector: list[ScoredChunk], alpha: float, k: int = RRF_K
-) -> list[ScoredChunk]:
-    """score = (1-alpha)/(k + rank_kw) + alpha/(k + rank_vec), ranks from 1; the alpha
-    weighting makes alpha=0/1 reproduce the single lists exactly, as Weaviate does."""
-    kw = {r.chunk.chunk_id: i + 1 for i, r in enumerate(keyword)}
-    vec = {r.chunk.chunk_id: i + 1 for i, r in enumerate(vector)}
-
-    def score(cid: str) -> float:
-        s = 0.0
-        if cid in kw:
-            s += (1 - alpha) / (k + kw[cid])
-        if cid in vec:
-            s += alpha / (k + vec[cid])
-        return s
-
-    return _combine(keyword, vector, score)
-
-
-def _combine(keyword: list[ScoredChunk], vector: list[ScoredChunk], score) -> list[ScoredChunk]:
-    merged: dict[str, ScoredChunk] = {}
-    for r in (*keyword, *vector):
-        cur = merged.get(r.chunk.chunk_id)
-        if cur is None:
-            merged[r.chunk.chunk_id] = ScoredChunk(r.chunk, 0.0, dict(r.scores))
-        else:
-            cur.scores.update(r.scores)
-    out = []
-    for cid, r in merged.items():
-        r.score = score(cid)
-        r.scores["fused"] = r.score
-        out.append(r)
-    # Ties broken by chunk id so results are deterministic.
-    out.sort(key=lambda r: (-r.score, r.chunk.chunk_id))
+def reciprocal_rank(keyword: Ranked, vector: Ranked, alpha: float, k: int = RRF_K) -> dict:
+    """score = (1-alpha)/(k + rank_kw) + alpha/(k + rank_vec), ranks from 1. Weighting by
+    alpha (as Weaviate does) makes alpha = 0 / 1 reproduce the single rankings."""
+    out: dict = {}
+    for i, (key, _) in enumerate(keyword):
+        out[key] = out.get(key, 0.0) + (1 - alpha) / (k + i + 1)
+    for i, (key, _) in enumerate(vector):
+        out[key] = out.get(key, 0.0) + alpha / (k + i + 1)
     return out
 
 
-def fuse(keyword: list[ScoredChunk], vector: list[ScoredChunk], alpha: float, method: str) -> list[ScoredChunk]:
+def fuse_ranked(keyword: Ranked, vector: Ranked, alpha: float, method: str) -> list[tuple[Hashable, float]]:
     if method == "rrf":
-        return reciprocal_rank_fusion(keyword, vector, alpha)
-    if method == "relative_score":
-        return relative_score_fusion(keyword, vector, alpha)
-    raise ValueError(f"unknown fusion method '{method}' (relative_score or rrf)")
+        fused = reciprocal_rank(keyword, vector, alpha)
+    elif method == "relative_score":
+        fused = relative_score(keyword, vector, alpha)
+    else:
+        raise ValueError(f"unknown fusion method '{method}' (relative_score or rrf)")
+    # Ties broken by key so results are deterministic.
+    return sorted(fused.items(), key=lambda kv: (-kv[1], str(kv[0])))
+
+
+def fuse(keyword: list[ScoredChunk], vector: list[ScoredChunk], alpha: float, method: str) -> list[ScoredChunk]:
+    """The same fusion over ScoredChunk lists (used for stores without native hybrid)."""
+    by_id: dict[str, ScoredChunk] = {}
+    for r in (*keyword, *vector):
+        cur = by_id.get(r.chunk.chunk_id)
+        if cur is None:
+            by_id[r.chunk.chunk_id] = ScoredChunk(r.chunk, 0.0, dict(r.scores))
+        else:
+            cur.scores.update(r.scores)
+    out = []
+    for cid, score in fuse_ranked(
+        [(r.chunk.chunk_id, r.score) for r in keyword], [(r.chunk.chunk_id, r.score) for r in vector], alpha, method
+    ):
+        sc = by_id[cid]
+        sc.score = score
+        sc.scores["fused"] = score
+        out.append(sc)
+    return out

@@ -9,7 +9,6 @@ from typing import Literal
 import numpy as np
 
 from ..models import ScoredChunk, SearchFilters
-from .fusion import fuse
 
 Mode = Literal["hybrid", "keyword", "vector"]
 
@@ -50,14 +49,7 @@ def candidate_search(
         res = store.vector_search(query_vector, k, filters)
         timings["vector"] = (time.perf_counter() - t) * 1000
         return SearchResult(res, timings)
-    n = max(k * overfetch, k)
-    t = time.perf_counter()
-    kw = store.keyword_search(query, n, filters)
-    timings["keyword"] = (time.perf_counter() - t) * 1000
-    t = time.perf_counter()
-    vec = store.vector_search(query_vector, n, filters)
-    timings["vector"] = (time.perf_counter() - t) * 1000
-    t = time.perf_counter()
-    fused = fuse(kw, vec, alpha, fusion)[:k]
-    timings["fusion"] = (time.perf_counter() - t) * 1000
-    return SearchResult(fused, timings)
+    res = store.hybrid_search(
+        query, query_vector, k, filters, alpha=alpha, fusion=fusion, overfetch=overfetch, timings=timings
+    )
+    return SearchResult(res, timings)

@@ -32,6 +32,22 @@ class ChunkStore(Protocol):
     def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilters) -> list[ScoredChunk]:
         """Cosine similarity (vectors are unit length)."""
 
+    def hybrid_search(
+        self,
+        query: str,
+        vector: np.ndarray,
+        k: int,
+        filters: SearchFilters,
+        *,
+        alpha: float = 0.5,
+        fusion: str = "relative_score",
+        overfetch: int = 4,
+        timings: dict[str, float] | None = None,
+    ) -> list[ScoredChunk]:
+        """Keyword + vector fused (relative_score or rrf) over the top `overfetch × k` of each;
+        alpha 0 = keyword ranking, 1 = vector ranking. Results carry scores["keyword"],
+        scores["vector"] and scores["fused"]."""
+
     def get_chunks(self, chunk_ids: list[str]) -> list[Chunk]: ...
 
     def document_chunks(self, kb_id: str, doc_id: str) -> list[Chunk]: ...

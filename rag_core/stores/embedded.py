@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import numpy as np
 
 from ..db import Database
 from ..models import Chunk, ScoredChunk, SearchFilters
+from ..retrieval.fusion import fuse_ranked
 from .analyzer import analyze, query_terms
 from .memindex import MemIndex, encode_terms
 
@@ -71,6 +73,10 @@ _CHUNK_COLS = ", ".join(
 )
 
 
+def _lap(since: float) -> float:
+    return (time.perf_counter() - since) * 1000
+
+
 class EmbeddedStore:
     name = "embedded"
 
@@ -110,13 +116,11 @@ class EmbeddedStore:
             cur = self.db.conn.execute(
                 "SELECT id, kb_id, tenant, acl_sig, vector, terms FROM chunks WHERE id > ? ORDER BY id", (mi.max_row,)
             )
-            while True:
-                batch = cur.fetchmany(5000)
-                if not batch:
-                    break
-                mi.append([tuple(r) for r in batch])
-            if first_load and mi.n:
-                mi.rebuild()  # one compact segment after a cold load
+            if first_load:
+                mi.bulk_load([tuple(r) for r in cur.fetchall()])
+            else:
+                while batch := cur.fetchmany(5000):
+                    mi.append([tuple(r) for r in batch])
             for r in self.db.query("SELECT id, users, groups FROM acl_sigs"):
                 self._sigs[r["id"]] = (frozenset(json.loads(r["users"])), frozenset(json.loads(r["groups"])))
             self._generation = gen
@@ -236,21 +240,72 @@ class EmbeddedStore:
             m &= allowed
         return m
 
-    def _top(self, scores: np.ndarray, mask: np.ndarray, k: int, signal: str) -> list[ScoredChunk]:
+    def _top_positions(self, scores: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:
         scores = np.where(mask, scores, -np.inf)
-        valid = int(np.isfinite(scores).sum())
-        k = min(k, valid)
+        k = min(k, int(np.isfinite(scores).sum()))
         if k <= 0:
-            return []
+            return np.zeros(0, dtype=np.int64)
         top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.lexsort((self._mi.row_ids[top], -scores[top]))]  # ties: older row first
-        row_ids = [int(self._mi.row_ids[i]) for i in top]
+        return top[np.lexsort((self._mi.row_ids[top], -scores[top]))]  # ties: older row first
+
+    def _materialise(self, positions, score_of: dict[int, dict[str, float]], main: str) -> list[ScoredChunk]:
+        row_ids = [int(self._mi.row_ids[p]) for p in positions]
         chunks = self._chunks_by_rowid(row_ids)
         return [
-            ScoredChunk(chunks[rid], float(scores[i]), {signal: float(scores[i])})
-            for rid, i in zip(row_ids, top)
+            ScoredChunk(chunks[rid], score_of[p][main], score_of[p])
+            for rid, p in zip(row_ids, positions)
             if rid in chunks
         ]
+
+    def _top(self, scores: np.ndarray, mask: np.ndarray, k: int, signal: str) -> list[ScoredChunk]:
+        top = self._top_positions(scores, mask, k)
+        return self._materialise(top.tolist(), {int(p): {signal: float(scores[p])} for p in top}, signal)
+
+    def hybrid_search(
+        self,
+        query: str,
+        vector: np.ndarray,
+        k: int,
+        filters: SearchFilters,
+        *,
+        alpha: float = 0.5,
+        fusion: str = "relative_score",
+        overfetch: int = 4,
+        timings: dict[str, float] | None = None,
+    ) -> list[ScoredChunk]:
+        """Native hybrid: both signals scored over every row in one pass, the top
+        `overfetch × k` of each fused; every result carries both raw scores (as Weaviate's
+        explain_score does), which the reranker uses."""
+        self._sync()
+        mi = self._mi
+        if mi.n == 0 or k <= 0:
+            return []
+        q = np.asarray(vector, dtype=np.float32).reshape(-1)
+        terms = [self._vocab[t] for t in query_terms(query) if t in self._vocab]
+        n = max(k * overfetch, k)
+        t = {} if timings is None else timings
+        clock = time.perf_counter()
+        with self._sync_lock:
+            mask = self._mask(filters)
+            t["filter"] = _lap(clock)
+            clock = time.perf_counter()
+            kw = mi.bm25(terms) if terms else np.zeros(mi.n, dtype=np.float32)
+            kw_top = self._top_positions(kw, mask & (kw > 0), n) if alpha < 1 else np.zeros(0, dtype=np.int64)
+            t["keyword"] = _lap(clock)
+            clock = time.perf_counter()
+            vec = mi.mat[: mi.n] @ q
+            vec_top = self._top_positions(vec, mask, n) if alpha > 0 else np.zeros(0, dtype=np.int64)
+            t["vector"] = _lap(clock)
+        clock = time.perf_counter()
+        fused = fuse_ranked(
+            [(int(p), float(kw[p])) for p in kw_top], [(int(p), float(vec[p])) for p in vec_top], alpha, fusion
+        )[:k]
+        score_of = {p: {"keyword": float(kw[p]), "vector": float(vec[p]), "fused": s} for p, s in fused}
+        t["fusion"] = _lap(clock)
+        clock = time.perf_counter()
+        out = self._materialise([p for p, _ in fused], score_of, "fused")
+        t["fetch"] = _lap(clock)
+        return out
 
     # ---- reads -----------------------------------------------------------------------
     @staticmethod

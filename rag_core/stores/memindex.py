@@ -134,6 +134,32 @@ class MemIndex:
         if self.delta_entries > max(200_000, len(self.post_pos) // 10):
             self.rebuild()
 
+    def bulk_load(self, rows: list[tuple]) -> None:
+        """Cold start into an empty index: arrays built in bulk, straight into the main
+        segment (the per-row delta path costs ~10x more)."""
+        assert self.n == 0
+        if not rows:
+            return
+        self.dim = len(rows[0][4]) // 4
+        n = len(rows)
+        self.mat = np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float32).reshape(n, self.dim).copy()
+        self.row_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=n)
+        self.kb = np.fromiter((self.code(r[1]) for r in rows), dtype=np.int32, count=n)
+        self.tenant = np.fromiter((self.code(r[2]) for r in rows), dtype=np.int32, count=n)
+        self.sig = np.fromiter((r[3] for r in rows), dtype=np.int32, count=n)
+        self.alive = np.ones(n, dtype=bool)
+        self.row_terms = [decode_terms(r[5]) for r in rows]
+        self.dl = np.fromiter((t[1].sum() for t in self.row_terms), dtype=np.float32, count=n)
+        self.total_dl = float(self.dl.sum(dtype=np.float64))
+        all_terms = np.concatenate([t[0] for t in self.row_terms]) if n else np.zeros(0, dtype=np.int32)
+        if len(all_terms):
+            self._ensure_df(int(all_terms.max()))
+            self.df[: int(all_terms.max()) + 1] += np.bincount(all_terms).astype(np.int32)
+        self.pos = {int(r): i for i, r in enumerate(self.row_ids)}
+        self.n = self.alive_count = n
+        self.max_row = int(self.row_ids.max())
+        self.rebuild()
+
     def kill(self, row_ids: list[int]) -> None:
         for rid in row_ids:
             p = self.pos.pop(rid, None)

@@ -176,3 +176,24 @@ def test_long_text(store_factory):
     long_text = ("lorem ipsum " * 20000) + " needle"
     s.add_chunks(make_chunks("long", "kb", [long_text]), np.stack([unit(6)]))
     assert s.keyword_search("needle", 1, ALL)[0].chunk.doc_id == "long"
+
+
+def test_hybrid_alpha_extremes_and_scores(store_factory):
+    s = store_factory()
+    # "kw" matches the query words; "vec" matches the query vector; "both" a little of each
+    s.add_chunks(make_chunks("kw", "kb", ["quantum entanglement of photons"]), np.stack([unit(1)]))
+    s.add_chunks(make_chunks("vec", "kb", ["unrelated words entirely"]), np.stack([unit(0)]))
+    s.add_chunks(make_chunks("both", "kb", ["photons"]), np.stack([unit(0, 1, 0.6)]))
+    q, v = "quantum entanglement photons", unit(0)
+    pure_kw = [r.chunk.doc_id for r in s.hybrid_search(q, v, 3, ALL, alpha=0.0)]
+    assert pure_kw == [r.chunk.doc_id for r in s.keyword_search(q, 3, ALL)] == ["kw", "both"]
+    pure_vec = [r.chunk.doc_id for r in s.hybrid_search(q, v, 3, ALL, alpha=1.0)]
+    assert pure_vec == [r.chunk.doc_id for r in s.vector_search(v, 3, ALL)]
+    assert pure_vec[0] == "vec"
+    for fusion in ("relative_score", "rrf"):
+        mixed = s.hybrid_search(q, v, 3, ALL, alpha=0.5, fusion=fusion)
+        assert {r.chunk.doc_id for r in mixed} == {"kw", "vec", "both"}
+        assert all({"keyword", "vector", "fused"} <= set(r.scores) for r in mixed)
+        assert all(mixed[i].score >= mixed[i + 1].score for i in range(len(mixed) - 1))
+    # filters apply inside hybrid search too
+    assert s.hybrid_search(q, v, 3, SearchFilters(kb_ids=["other"]), alpha=0.5) == []
