@@ -145,7 +145,7 @@ def cmd_search(args) -> int:
             qid = rec.get("id", rec.get("_id"))
             text = rec.get("question") or rec.get("text") or ""
             t = time.perf_counter()
-            res = ws.search(kb_names, text, k=args.top_k, mode=args.mode)
+            res = ws.search(kb_names, text, k=args.top_k, mode=args.mode, rerank=False if args.no_rerank else None)
             latencies.append((time.perf_counter() - t) * 1000)
             row = {
                 "id": qid,
@@ -186,7 +186,8 @@ def cmd_eval_beir(args) -> int:
     from tqdm import tqdm
 
     bar = tqdm(total=None, unit="file", disable=True if args.json else None, file=sys.stderr, desc="indexing")
-    rep = run_beir(ws, folder, mode=args.mode, kb_name=args.kb,
+    rep = run_beir(ws, folder, mode=args.mode, kb_name=args.kb, rerank=False if args.no_rerank else None,
+                   alpha=args.alpha, fusion=args.fusion,
                    progress=lambda d, t, n: (setattr(bar, "total", t), bar.update(d - bar.n)))
     bar.close()
     out = asdict(rep)
@@ -239,8 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     se.add_argument("--top-k", type=int, default=10)
     se.add_argument("--out", help="write results JSONL here")
     se.add_argument("--mode", choices=["hybrid", "keyword", "vector"], default="hybrid")
-    # Part of the CLI contract; there is no reranker yet (retrieval issue), so it changes nothing.
-    se.add_argument("--no-rerank", action="store_true", help="skip reranking (no reranker in this version)")
+    se.add_argument("--no-rerank", action="store_true", help="skip reranking")
     se.set_defaults(func=cmd_search)
     ev = sub.add_parser("eval", help="evaluate retrieval", parents=[common])
     ev_sub = ev.add_subparsers(dest="eval_cmd", required=True)
@@ -248,7 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
     eb.add_argument("folder")
     eb.add_argument("--mode", choices=["hybrid", "keyword", "vector"], default="hybrid")
     eb.add_argument("--kb", default=None, help="knowledge base to index into (default beir-FOLDERNAME)")
-    eb.add_argument("--no-rerank", action="store_true", help="skip reranking (no reranker in this version)")
+    eb.add_argument("--no-rerank", action="store_true", help="skip reranking")
+    eb.add_argument("--alpha", type=float, default=None, help="override the hybrid weight (0 keyword … 1 vector)")
+    eb.add_argument("--fusion", choices=["relative_score", "rrf"], default=None)
     eb.set_defaults(func=cmd_eval_beir)
     return p
 

@@ -32,6 +32,12 @@ class Settings(BaseSettings):
     embedding_threads: int = Field(default=0, ge=0, le=64, description="0 = onnxruntime default")
     embedding_max_tokens: int = Field(default=256, ge=16, le=512)
 
+    # Reranking: "features" = offline logistic reranker over retrieval features (default);
+    # "cross-encoder" = a sentence-transformers CrossEncoder at RAG_RERANKER_MODEL;
+    # "llm" = the configured chat model rates relevance; "none" = fused ranking only.
+    reranker: Literal["features", "cross-encoder", "llm", "none"] = "features"
+    reranker_model: str | None = None
+
     # Limits: bad input is refused with a reason instead of exhausting the machine.
     max_file_mb: int = Field(default=200, ge=1)
     max_pages: int = Field(default=5000, ge=1)

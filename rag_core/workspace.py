@@ -3,6 +3,7 @@ embedder and ingestor, created once and reused (the app caches a Workspace per d
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 
@@ -12,8 +13,10 @@ from .db import Database
 from .embeddings import get_embedder
 from .errors import InputError
 from .ingest.pipeline import IngestStats, Ingestor, delete_document
-from .models import KnowledgeBase, SearchFilters
-from .retrieval.search import SearchResult, candidate_search
+from .models import Document, KnowledgeBase, SearchFilters
+from .retrieval.factory import make_reranker
+from .retrieval.pipeline import RetrievalPipeline, Retrieved
+from .stores.analyzer import analyze
 from .stores import make_store
 
 
@@ -71,6 +74,14 @@ class Workspace:
         return delete_document(self.appdb, self.store, kb.kb_id, doc_id)
 
     # ---- search ----------------------------------------------------------------------
+    @cached_property
+    def reranker(self):
+        return make_reranker(self.settings, self.store)
+
+    @cached_property
+    def retrieval(self) -> RetrievalPipeline:
+        return RetrievalPipeline(self.store, self.embedder, self.reranker, find_document=self.find_document)
+
     def filters_for(self, kbs: list[KnowledgeBase], user: str | None = None, groups: list[str] | None = None) -> SearchFilters:
         user = user if user is not None else self.settings.user
         groups = groups if groups is not None else self.settings.group_list
@@ -82,32 +93,56 @@ class Workspace:
             enforce_acl=bool(user or groups),
         )
 
+    def find_document(self, name: str, filters: SearchFilters) -> tuple[str, str] | None:
+        """The document a lookup request names ("the biography file"), if the caller may see it:
+        the best match of the name's words against file names and titles."""
+        wanted = set(analyze(name)) - _GENERIC
+        if not wanted:
+            return None
+        best, best_score = None, 0.0
+        for kb_id in filters.kb_ids or []:
+            for doc in self.appdb.list_documents(kb_id):
+                if not _visible(doc, filters):
+                    continue
+                have = set(analyze(f"{doc.source} {doc.title}"))
+                score = len(wanted & have) / len(wanted)
+                if score > best_score:
+                    best, best_score = (kb_id, doc.doc_id), score
+        return best if best_score >= 0.6 else None
+
     def search(
         self,
         kb_names: list[str],
         query: str,
-        k: int = 10,
+        k: int | None = None,
         mode: str = "hybrid",
+        rerank: bool | None = None,
         alpha: float | None = None,
         fusion: str | None = None,
         user: str | None = None,
         groups: list[str] | None = None,
-    ) -> SearchResult:
-        query = (query or "").strip()
-        if not query:
-            raise InputError("the query is empty")
+    ) -> Retrieved:
+        """Retrieval with the first selected knowledge base's settings (overridable here)."""
         kbs = [self.get_kb(n) for n in kb_names]
-        rs = kbs[0].retrieval
-        return candidate_search(
-            self.store,
-            self.embedder if mode != "keyword" else None,
-            query,
-            k,
-            self.filters_for(kbs, user, groups),
-            mode=mode,
-            alpha=rs.alpha if alpha is None else alpha,
-            fusion=fusion or rs.fusion,
-        )
+        if not kbs:
+            raise InputError("select at least one knowledge base")
+        rs = replace(kbs[0].retrieval)
+        if alpha is not None:
+            rs.alpha = alpha
+        if fusion is not None:
+            rs.fusion = fusion
+        return self.retrieval.run(query, self.filters_for(kbs, user, groups), rs, mode=mode, rerank=rerank, k=k)
 
     def close(self) -> None:
         self.db.close()
+
+
+_GENERIC = set(analyze("file document doc pdf docx report paper page the whole full entire complete"))
+
+
+def _visible(doc: Document, f: SearchFilters) -> bool:
+    if f.tenant is not None and doc.tenant != f.tenant:
+        return False
+    if not f.enforce_acl or (not doc.acl_users and not doc.acl_groups):
+        return True
+    return (f.user is not None and f.user in doc.acl_users) or bool(set(f.groups) & set(doc.acl_groups))

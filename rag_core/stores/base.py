@@ -50,6 +50,12 @@ class ChunkStore(Protocol):
 
     def get_chunks(self, chunk_ids: list[str]) -> list[Chunk]: ...
 
+    def vectors_for(self, chunk_ids: list[str]) -> np.ndarray:
+        """Stored vectors in the given order (MMR; migration without re-embedding)."""
+
+    def idf(self, terms: list[str]) -> dict[str, float]:
+        """Inverse document frequency of analysed terms (the reranker's coverage feature)."""
+
     def document_chunks(self, kb_id: str, doc_id: str) -> list[Chunk]: ...
 
     def count(self, kb_id: str | None = None) -> int: ...

@@ -17,6 +17,7 @@ same numpy masks as the vector side, and takes adds and deletes in place.
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 
@@ -355,6 +356,18 @@ class EmbeddedStore:
             scores = mi.mat[: mi.n] @ q
             mask = self._mask(filters)
         return self._top(scores, mask, k, "vector")
+
+    def idf(self, terms) -> dict[str, float]:
+        """BM25 idf of analysed terms over the live rows (for the reranker's coverage feature)."""
+        self._sync()
+        mi = self._mi
+        n = max(mi.alive_count, 1)
+        out = {}
+        for t in terms:
+            tid = self._vocab.get(t)
+            df = int(mi.df[tid]) if tid is not None and tid < len(mi.df) else 0
+            out[t] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        return out
 
     def get_chunks(self, chunk_ids: list[str]) -> list[Chunk]:
         if not chunk_ids:

@@ -1,0 +1,136 @@
+"""query → parse → hybrid candidates → rerank → threshold → MMR → token budget.
+
+One object per workspace (the store, embedder and reranker are shared, loaded once); each
+call takes the knowledge bases' settings and the caller's filters.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ..models import Chunk, RetrievalSettings, ScoredChunk, SearchFilters
+from .mmr import mmr_select
+from .query import ParsedQuery, parse
+from .search import candidate_search
+from .tokens import count_tokens
+
+RERANK_DEPTH = 30  # candidates the reranker sees: p95 stays far under 300 ms at this depth
+
+
+@dataclass
+class Retrieved:
+    query: ParsedQuery
+    results: list[ScoredChunk]
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    lookup_source: str | None = None  # set when the whole document was returned
+    candidates: int = 0
+    below_threshold: int = 0  # candidates dropped by the score threshold
+
+
+class RetrievalPipeline:
+    def __init__(
+        self,
+        store,
+        embedder,
+        reranker=None,
+        find_document: Callable[[str, SearchFilters], tuple[str, str] | None] | None = None,
+    ):
+        self.store = store
+        self.embedder = embedder
+        self.reranker = reranker
+        # (name, filters) -> (kb_id, doc_id) of a document the caller may see, or None.
+        # The registry holds each document's tenant and ACL, so the check happens there.
+        self.find_document = find_document
+
+    def run(
+        self,
+        query: str,
+        filters: SearchFilters,
+        settings: RetrievalSettings,
+        *,
+        mode: str = "hybrid",
+        rerank: bool | None = None,
+        k: int | None = None,
+    ) -> Retrieved:
+        t0 = time.perf_counter()
+        pq = parse(query)
+        timings: dict[str, float] = {"parse": (time.perf_counter() - t0) * 1000}
+        top_k = k or settings.top_k
+
+        if pq.lookup and self.find_document and filters.kb_ids:
+            found = self.find_document(pq.lookup, filters)
+            if found:
+                res = self._whole_document(found, settings)
+                if res:
+                    timings["lookup"] = (time.perf_counter() - t0) * 1000
+                    return Retrieved(pq, res, timings, lookup_source=res[0].chunk.source, candidates=len(res))
+
+        do_rerank = (settings.rerank if rerank is None else rerank) and self.reranker is not None
+        # An explicit k asks for a ranking (CLI search, evaluation): no MMR, no token budget.
+        # Without it we are choosing an answer's context: MMR for diversity, then the budget.
+        ranking = k is not None
+        use_mmr = not ranking and settings.mmr_lambda < 1.0 and mode != "keyword"
+        pool = max(top_k, RERANK_DEPTH if do_rerank else 0)
+        if use_mmr:
+            pool = max(pool, top_k * 3)  # MMR needs room to trade relevance for novelty
+        sr = candidate_search(
+            self.store, self.embedder, pq.text, pool, filters, mode=mode, alpha=settings.alpha, fusion=settings.fusion
+        )
+        timings.update(sr.timings_ms)
+        cands = sr.results
+        n_cands = len(cands)
+        if do_rerank and cands:
+            t = time.perf_counter()
+            cands = self.reranker.rerank(pq.text, cands[:RERANK_DEPTH]) + cands[RERANK_DEPTH:]
+            timings["rerank"] = (time.perf_counter() - t) * 1000
+        dropped = 0
+        if settings.score_threshold > 0:
+            kept = [c for c in cands if c.score >= settings.score_threshold]
+            dropped = len(cands) - len(kept)
+            cands = kept
+        if use_mmr and len(cands) > top_k:
+            t = time.perf_counter()
+            cands = self._mmr(cands, top_k, settings.mmr_lambda)
+            timings["mmr"] = (time.perf_counter() - t) * 1000
+        else:
+            cands = cands[:top_k]
+        if not ranking:
+            cands = fit_budget(cands, settings.context_tokens)
+        timings["total"] = (time.perf_counter() - t0) * 1000
+        return Retrieved(pq, cands, timings, candidates=n_cands, below_threshold=dropped)
+
+    def _mmr(self, cands: list[ScoredChunk], k: int, lam: float) -> list[ScoredChunk]:
+        vecs = self.store.vectors_for([c.chunk.chunk_id for c in cands])
+        rel = np.asarray([c.score for c in cands], dtype=np.float64)
+        # Relevance on the ranking's own scale (reranker or fused score), rescaled to [0, 1]
+        # so λ weighs it evenly against cosine redundancy.
+        span = rel.max() - rel.min()
+        rel = (rel - rel.min()) / span if span > 1e-12 else np.ones_like(rel)
+        order = mmr_select(rel, vecs, k, lam)
+        return [cands[i] for i in order]
+
+    def _whole_document(self, found: tuple[str, str], settings: RetrievalSettings) -> list[ScoredChunk]:
+        kb_id, doc_id = found
+        res = [ScoredChunk(c, 1.0, {"lookup": 1.0}) for c in self.store.document_chunks(kb_id, doc_id)]
+        return fit_budget(res, settings.context_tokens, keep_order=True)
+
+
+def fit_budget(results: list[ScoredChunk], budget_tokens: int, keep_order: bool = False) -> list[ScoredChunk]:
+    """Keep results, best first, while their text fits the context budget (always at least
+    one: a long best passage is better than no passage)."""
+    if budget_tokens <= 0:
+        return results
+    out, used = [], 0
+    for r in results:
+        n = count_tokens(r.chunk.index_text())
+        if out and used + n > budget_tokens:
+            if keep_order:
+                break  # a document read in order must not skip a passage
+            continue  # a shorter, lower-ranked passage may still fit
+        out.append(r)
+        used += n
+    return out
