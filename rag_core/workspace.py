@@ -110,6 +110,17 @@ class Workspace:
                     best, best_score = (kb_id, doc.doc_id), score
         return best if best_score >= 0.6 else None
 
+    def retriever(self, kb_names: list[str], user: str | None = None, groups: list[str] | None = None):
+        """A LangChain retriever over the given knowledge bases for this identity."""
+        from .retrieval.retriever import GroundworkRetriever
+
+        kbs = [self.get_kb(n) for n in kb_names]
+        if not kbs:
+            raise InputError("select at least one knowledge base")
+        return GroundworkRetriever(
+            pipeline=self.retrieval, filters=self.filters_for(kbs, user, groups), settings=replace(kbs[0].retrieval)
+        )
+
     def search(
         self,
         kb_names: list[str],

@@ -34,7 +34,7 @@ _LOOKUP = re.compile(
     r"(?P<name>.+?)\s*(?:(?P<kind>file|document|doc|pdf|docx|report|paper|page)s?)?\s*[.?!]*\s*$",
     re.I,
 )
-_FILE_NAME = re.compile(r"[\w\-. ]+\.(?:pdf|docx|txt|md|markdown|html?|csv|jsonl)\b", re.I)
+_FILE_NAME = re.compile(r"[\w\-.]+\.(?:pdf|docx|txt|md|markdown|html?|csv|jsonl)\b", re.I)
 
 
 @dataclass
