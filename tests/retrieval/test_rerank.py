@@ -1,0 +1,53 @@
+"""Rerankers. The LLM reranker is wired to LangChain's fake chat model: no LLM can run
+here (a paid API or a capable local model), so the fake stands in for it, as the
+developers' guide allows; what is tested is our parsing, blending and ordering."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+from rag_core.models import Chunk, ScoredChunk
+from rag_core.retrieval.rerank import FEATURES, FeatureReranker, LLMReranker, load_weights
+
+
+def cand(cid: str, text: str, kw: float, vec: float, title: str = "") -> ScoredChunk:
+    return ScoredChunk(Chunk(chunk_id=cid, doc_id=cid, kb_id="k", text=text, title=title),
+                       0.5, {"keyword": kw, "vector": vec, "fused": 0.5})
+
+
+def test_feature_reranker_prefers_full_phrase_coverage():
+    q = "effects of vitamin D on bone density"
+    cands = [
+        cand("partial", "Vitamin C improves immune response in athletes.", kw=6.0, vec=0.35),
+        cand("full", "Vitamin D supplementation increased bone density in older women.", kw=7.0, vec=0.62),
+        cand("none", "The stock market rallied on Tuesday.", kw=0.0, vec=0.02),
+    ]
+    out = FeatureReranker().rerank(q, cands)
+    assert [c.chunk.chunk_id for c in out] == ["full", "partial", "none"]
+    assert all(0.0 <= c.score <= 1.0 and c.scores["rerank"] == c.score for c in out)
+    assert out[0].score > 0.5 > out[-1].score  # a probability: unrelated text is unlikely relevant
+
+
+def test_features_shape_and_idf_weighting():
+    r = FeatureReranker(idf=lambda terms: {t: (5.0 if t == "zebra" else 0.1) for t in terms})
+    x = r.features("the zebra and the horse", [cand("a", "a zebra", 1, 0.1), cand("b", "a horse", 1, 0.1)])
+    assert x.shape == (2, len(FEATURES))
+    cov = FEATURES.index("coverage")
+    assert x[0, cov] > 0.9 > 0.1 > x[1, cov]  # the rare term carries the coverage
+
+
+def test_weights_file_has_every_feature():
+    w = load_weights()
+    assert set(w) == set(FEATURES)
+
+
+def test_llm_reranker_parses_scores_and_blends():
+    fake = FakeListChatModel(responses=["9", "Relevance: 2/10", "no idea"])
+    r = LLMReranker(fake, blend=1.0)
+    cands = [cand("x", "alpha text", 1, 0.1), cand("y", "beta text", 1, 0.1), cand("z", "gamma text", 1, 0.1)]
+    out = r.rerank("question?", cands)
+    # the base reranker orders first; the fake answers in that order
+    scores = {c.chunk.chunk_id: c.scores["llm"] for c in out}
+    assert sorted(scores.values(), reverse=True) == [0.9, 0.2, 0.0]
+    assert out[0].scores["llm"] == 0.9 and out[0].score == pytest.approx(0.9)
