@@ -52,6 +52,20 @@ class Settings(BaseSettings):
     openai_api_key: str | None = Field(default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "RAG_OPENAI_API_KEY"))
     openai_base_url: str | None = Field(default=None, validation_alias=AliasChoices("OPENAI_BASE_URL", "RAG_OPENAI_BASE_URL"))
     llm_model: str = "gpt-4o-mini"
+    llm_temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    llm_timeout: float = Field(default=60.0, gt=0)
+    llm_retries: int = Field(default=2, ge=0, le=10)
+    # Optional LLM steps (each only when an LLM is configured).
+    llm_condense: bool = True  # rewrite follow-ups as standalone questions
+    llm_multi_query: bool = False  # search with LLM paraphrases too, fuse the rankings
+    llm_hyde: bool = False  # search with a hypothetical answer's embedding
+    llm_verify: bool = False  # the LLM judges claims the offline verifier is unsure about
+    llm_crag: bool = True  # corrective retrieval when confidence is low (at most 2 rounds)
+
+    # Answering: below this reranker probability of the best passage, abstain. Calibrated
+    # on SQuAD 2.0 dev by benchmarks/answer_quality.py (answered vs abstained curve).
+    answer_threshold: float = Field(default=0.3, ge=0.0, le=1.0)
+    confidence_threshold: float = Field(default=0.5, ge=0.0, le=1.0)  # CRAG trigger
 
     weaviate_url: str | None = Field(default=None, validation_alias=AliasChoices("WEAVIATE_URL", "RAG_WEAVIATE_URL"))
     weaviate_api_key: str | None = Field(default=None, validation_alias=AliasChoices("WEAVIATE_API_KEY", "RAG_WEAVIATE_API_KEY"))

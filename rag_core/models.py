@@ -149,3 +149,56 @@ class FileReport:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass
+class Citation:
+    n: int  # the marker number as shown: [n]
+    doc_id: str
+    source: str
+    page: int
+    chunk_id: str
+    snippet: str  # the passage text that supports the sentence(s) citing it
+    score: float  # retrieval (rerank or fused) score of the passage
+    kb_id: str = ""
+    title: str = ""
+    section: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+ClaimLabel = Literal["supported", "partial", "unsupported"]
+
+
+@dataclass
+class Claim:
+    text: str
+    label: ClaimLabel
+    score: float  # support strength in [0, 1]
+    cited: list[int] = field(default_factory=list)  # marker numbers the sentence cites
+    best_source: int | None = None  # marker of the passage that supports it best
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Answer:
+    question: str
+    text: str  # with inline [n] markers
+    citations: list[Citation] = field(default_factory=list)
+    claims: list[Claim] = field(default_factory=list)
+    grounding_score: float = 0.0
+    confidence: float = 0.0
+    abstained: bool = False
+    reason: str = ""
+    suggestions: list[str] = field(default_factory=list)
+    invalid_citations: int = 0
+    mode: Literal["llm", "extractive"] = "extractive"
+    models: dict[str, str] = field(default_factory=dict)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    standalone_question: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

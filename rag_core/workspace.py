@@ -14,6 +14,7 @@ from .embeddings import get_embedder
 from .errors import InputError
 from .ingest.pipeline import IngestStats, Ingestor, delete_document
 from .models import Document, KnowledgeBase, SearchFilters
+from .generation.llm import make_chat_model
 from .retrieval.factory import make_reranker
 from .retrieval.pipeline import RetrievalPipeline, Retrieved
 from .stores.analyzer import analyze
@@ -143,6 +144,30 @@ class Workspace:
         if fusion is not None:
             rs.fusion = fusion
         return self.retrieval.run(query, self.filters_for(kbs, user, groups), rs, mode=mode, rerank=rerank, k=k)
+
+    # ---- answers ---------------------------------------------------------------------
+    @cached_property
+    def chat_model(self):
+        return make_chat_model(self.settings)
+
+    @cached_property
+    def answers(self):
+        from .generation.chain import AnswerEngine
+
+        return AnswerEngine(self.retrieval, self.embedder, self.store, self.settings, chat=self.chat_model)
+
+    def answer_request(self, kb_names: list[str], question: str, history=None, user=None, groups=None):
+        from .generation.chain import AnswerRequest
+
+        kbs = [self.get_kb(n) for n in kb_names]
+        if not kbs:
+            raise InputError("select at least one knowledge base")
+        return AnswerRequest(question=question, kbs=kbs, filters=self.filters_for(kbs, user, groups),
+                             history=list(history or []))
+
+    def ask(self, kb_names: list[str], question: str, history=None, user=None, groups=None):
+        """One verified Answer (DESIGN.md §3)."""
+        return self.answers.answer(self.answer_request(kb_names, question, history, user, groups))
 
     def close(self) -> None:
         self.db.close()

@@ -1,0 +1,287 @@
+"""The answer chain (LCEL): condense → retrieve → sufficiency → generate → verify →
+(corrective retrieval) → Answer.
+
+Each step is a plain function over a state dict, composed with LangChain runnables, so the
+chain invokes, batches and traces like any LCEL chain; `stream()` runs the same steps and
+yields the answer text as it is produced, then the verified Answer (citations, scores).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.runnables import RunnableLambda
+
+from ..config import Settings
+from ..grounding.citations import attach_markers, resolve
+from ..grounding.verify import Verifier, confidence
+from ..models import Answer, KnowledgeBase, ScoredChunk, SearchFilters
+from ..retrieval.fusion import fuse_ranked
+from ..retrieval.query import key_terms
+from .extractive import ExtractiveAnswerer
+from .prompts import CONDENSE_PROMPT, system_prompt, user_message
+
+ABSTAIN_TEXT = "I don't have information about that in the selected knowledge bases."
+_DEPENDENT = re.compile(r"\b(it|its|they|them|their|this|that|these|those|he|she|him|her|his|hers|there)\b", re.I)
+MAX_CRAG_ROUNDS = 2
+
+
+@dataclass
+class AnswerRequest:
+    question: str
+    kbs: list[KnowledgeBase]
+    filters: SearchFilters
+    history: list[tuple[str, str]] = field(default_factory=list)  # (role "user"/"assistant", text)
+
+
+def _ms(t: float) -> float:
+    return round((time.perf_counter() - t) * 1000, 2)
+
+
+class AnswerEngine:
+    def __init__(self, retrieval, embedder, store, settings: Settings, chat=None):
+        self.retrieval = retrieval
+        self.embedder = embedder
+        self.settings = settings
+        self.chat = chat
+        idf = getattr(store, "idf", None)
+        self.verifier = Verifier(embed=embedder.embed_array, idf=idf)
+        self.extractive = ExtractiveAnswerer(embed=embedder.embed_array, idf=idf)
+        self.chain = (
+            RunnableLambda(self._condense, name="condense")
+            | RunnableLambda(self._retrieve, name="retrieve")
+            | RunnableLambda(self._sufficiency, name="sufficiency")
+            | RunnableLambda(self._generate, name="generate")
+            | RunnableLambda(self._finish, name="verify")
+        )
+
+    @property
+    def mode(self) -> str:
+        return "llm" if self.chat is not None else "extractive"
+
+    # ---- public ----------------------------------------------------------------------
+    def answer(self, req: AnswerRequest) -> Answer:
+        return self.chain.invoke(self._start(req))
+
+    def stream(self, req: AnswerRequest) -> Iterator[dict[str, Any]]:
+        """Events: {"type": "token", "text"} while the answer is written, then
+        {"type": "answer", "answer": Answer} with citations, claims and scores."""
+        state = self._sufficiency(self._retrieve(self._condense(self._start(req))))
+        if state.get("abstain"):
+            ans = self._finish(state)
+            yield {"type": "token", "text": ans.text}
+            yield {"type": "answer", "answer": ans}
+            return
+        t = time.perf_counter()
+        if self.chat is not None:
+            parts = []
+            for piece in (self._llm_runnable()).stream(self._messages(state)):
+                parts.append(piece)
+                yield {"type": "token", "text": piece}
+            state["draft"] = "".join(parts)
+            state["snippets"] = {}
+        else:
+            state = self._generate(state)
+            for sentence in re.split(r"(?<=\])\s+", state["draft"]):
+                yield {"type": "token", "text": sentence + " "}
+        state["timings"]["generate"] = _ms(t)
+        yield {"type": "answer", "answer": self._finish(state)}
+
+    # ---- steps -----------------------------------------------------------------------
+    def _start(self, req: AnswerRequest) -> dict:
+        return {"req": req, "t0": time.perf_counter(), "timings": {}, "models": self._models()}
+
+    def _models(self) -> dict[str, str]:
+        m = {"embedding": getattr(self.embedder, "model_id", "?")}
+        if self.chat is not None:
+            m["llm"] = self.settings.llm_model
+        return m
+
+    def _condense(self, state: dict) -> dict:
+        req: AnswerRequest = state["req"]
+        t = time.perf_counter()
+        question = req.question.strip()
+        last_user = next((text for role, text in reversed(req.history) if role == "user"), None)
+        if last_user:
+            if self.chat is not None and self.settings.llm_condense:
+                history = "\n".join(f"{role}: {text}" for role, text in req.history[-6:])
+                question = str(
+                    (self._llm_runnable()).invoke(CONDENSE_PROMPT.format(history=history, question=question))
+                ).strip() or question
+            elif _DEPENDENT.search(question) or len(question.split()) < 5:
+                # Offline: carry the previous question's key terms into a dependent follow-up.
+                extra = [t for t in key_terms(last_user) if t.lower() not in question.lower()]
+                if extra:
+                    question = f"{question} ({' '.join(extra[:8])})"
+        state["standalone"] = question
+        state["timings"]["condense"] = _ms(t)
+        return state
+
+    def _retrieve(self, state: dict) -> dict:
+        req: AnswerRequest = state["req"]
+        t = time.perf_counter()
+        settings = req.kbs[0].retrieval
+        queries = [state["standalone"]]
+        if self.chat is not None and self.settings.llm_multi_query:
+            queries += self._paraphrases(state["standalone"])
+        runs = [self.retrieval.run(q, req.filters, settings) for q in queries]
+        retrieved = runs[0]
+        if len(runs) > 1:
+            retrieved.results = _rrf_merge([r.results for r in runs], settings.top_k)
+        state["retrieved"] = retrieved
+        state["sources"] = list(retrieved.results)
+        state["timings"].update({f"retrieve_{k}": v for k, v in retrieved.timings_ms.items()})
+        state["timings"]["retrieve"] = _ms(t)
+        return state
+
+    def _sufficiency(self, state: dict) -> dict:
+        sources: list[ScoredChunk] = state["sources"]
+        r = state["retrieved"]
+        if r.lookup_source:
+            return state
+        if not sources:
+            state["abstain"] = "no passage in the selected knowledge bases matched the question"
+        else:
+            best = max(s.scores.get("rerank", s.score) for s in sources)
+            if "rerank" in sources[0].scores and best < self.settings.answer_threshold:
+                state["abstain"] = (
+                    f"the closest passage is a weak match (relevance {best:.2f}, "
+                    f"below the {self.settings.answer_threshold:.2f} needed to answer)"
+                )
+        return state
+
+    def _generate(self, state: dict) -> dict:
+        if state.get("abstain"):
+            return state
+        t = time.perf_counter()
+        if self.chat is not None:
+            state["draft"] = str(self._llm_runnable().invoke(self._messages(state)))
+            state["snippets"] = {}
+        elif state["retrieved"].lookup_source:
+            srcs = state["sources"]
+            state["draft"] = f"Here is {srcs[0].chunk.source}, passage by passage: " + " ".join(
+                f"{' '.join(s.chunk.text.split())[:400]} [{i}]" for i, s in enumerate(srcs[:8], 1)
+            )
+            state["snippets"] = {}
+        else:
+            ex = self.extractive.extract(state["standalone"], state["sources"])
+            state["draft"], state["snippets"] = ex.text, ex.snippets
+            if not ex.text:
+                state["abstain"] = "the matching passages contain no sentence that answers the question"
+        state["timings"]["generate"] = _ms(t)
+        return state
+
+    def _finish(self, state: dict) -> Answer:
+        req: AnswerRequest = state["req"]
+        t = time.perf_counter()
+        if state.get("abstain"):
+            return self._abstain(state, state["abstain"])
+        sources: list[ScoredChunk] = state["sources"]
+        draft: str = attach_markers(state["draft"])
+        grounded = any(kb.grounded_only for kb in req.kbs)
+        claims, grounding = self.verifier.verify(draft, [s.chunk.text for s in sources])
+        rounds = 0
+        while (
+            self.chat is not None
+            and self.settings.llm_crag
+            and rounds < MAX_CRAG_ROUNDS
+            and _confidence(claims, grounding, sources) < self.settings.confidence_threshold
+        ):
+            # Corrective retrieval: look for evidence of the unsupported claims, regenerate.
+            rounds += 1
+            weak = [c.text for c in claims if c.label != "supported"][:3]
+            extra = [r for q in weak for r in self.retrieval.run(q, req.filters, req.kbs[0].retrieval).results]
+            seen = {s.chunk.chunk_id for s in sources}
+            new = [r for r in extra if r.chunk.chunk_id not in seen and not seen.add(r.chunk.chunk_id)]
+            if not new:
+                break
+            sources = state["sources"] = sources + new[:4]
+            draft = str(self._llm_runnable().invoke(self._messages(state)))
+            claims, grounding = self.verifier.verify(draft, [s.chunk.text for s in sources])
+        state["timings"]["crag_rounds"] = rounds
+        if grounded:
+            kept = [c for c in claims if c.label != "unsupported"]
+            if not kept:
+                return self._abstain(state, "grounded-only: no sentence of the draft answer is supported by the sources")
+            if len(kept) < len(claims):
+                draft = _keep_sentences(draft, {c.text for c in kept})
+                claims, grounding = self.verifier.verify(draft, [s.chunk.text for s in sources])
+        res = resolve(draft, sources, state.get("snippets"))
+        for c in claims:
+            c.cited = [res.mapping[n] for n in c.cited if n in res.mapping]
+            c.best_source = res.mapping.get(c.best_source) if c.best_source else None
+        conf = _confidence(claims, grounding, sources, res.mapping)
+        state["timings"]["verify"] = _ms(t)
+        state["timings"]["total"] = _ms(state["t0"])
+        return Answer(
+            question=req.question, text=res.text, citations=res.citations, claims=claims, grounding_score=grounding,
+            confidence=conf, abstained=False, invalid_citations=res.invalid, mode=self.mode, models=state["models"],
+            timings_ms=state["timings"], standalone_question=state["standalone"],
+        )
+
+    # ---- helpers ---------------------------------------------------------------------
+    def _abstain(self, state: dict, reason: str) -> Answer:
+        req: AnswerRequest = state["req"]
+        terms = key_terms(state.get("standalone") or req.question)
+        suggestions = [
+            "Check that the right knowledge bases are selected.",
+            f"Try other words for the key terms ({', '.join(terms[:4])})." if terms else "Try rephrasing the question.",
+            "Upload a document that covers this topic.",
+        ]
+        state["timings"]["total"] = _ms(state["t0"])
+        return Answer(
+            question=req.question, text=ABSTAIN_TEXT, abstained=True, reason=reason, suggestions=suggestions,
+            mode=self.mode, models=state["models"], timings_ms=state["timings"],
+            standalone_question=state.get("standalone", req.question),
+        )
+
+    def _llm_runnable(self):
+        return self.chat | StrOutputParser()
+
+    def _messages(self, state: dict) -> list:
+        req: AnswerRequest = state["req"]
+        return [SystemMessage(system_prompt(req.kbs)), HumanMessage(user_message(state["standalone"], state["sources"]))]
+
+    def _paraphrases(self, question: str) -> list[str]:
+        prompt = (
+            "Write two alternative phrasings of this search question, one per line, no numbering:\n" + question
+        )
+        lines = str(self._llm_runnable().invoke(prompt)).splitlines()
+        return [ln.strip(" -•\t") for ln in lines if len(ln.strip()) > 3][:2]
+
+
+def _rrf_merge(lists: list[list[ScoredChunk]], k: int) -> list[ScoredChunk]:
+    by_id = {r.chunk.chunk_id: r for lst in lists for r in lst}
+    ranked = [(r.chunk.chunk_id, r.score) for r in lists[0]]
+    fused = dict(fuse_ranked(ranked, [], 0.0, "rrf"))
+    for lst in lists[1:]:
+        for cid, s in fuse_ranked([(r.chunk.chunk_id, r.score) for r in lst], [], 0.0, "rrf"):
+            fused[cid] = fused.get(cid, 0.0) + s
+    return [by_id[cid] for cid, _ in sorted(fused.items(), key=lambda kv: -kv[1])[:k]]
+
+
+def _keep_sentences(text: str, keep: set[str]) -> str:
+    from ..grounding.verify import split_sentences
+
+    out = []
+    for sent in split_sentences(text):
+        plain = " ".join(re.sub(r"\[[^\]]*\]", " ", sent).split())
+        if plain in keep:
+            out.append(sent.strip())
+    return " ".join(out)
+
+
+def _confidence(claims, grounding: float, sources: list[ScoredChunk], mapping: dict[int, int] | None = None) -> float:
+    cited = {n for c in claims for n in c.cited}
+    if mapping is not None:
+        inv = {v: k for k, v in mapping.items()}
+        cited = {inv[n] for n in cited if n in inv}
+    pool = [sources[n - 1] for n in cited if 1 <= n <= len(sources)] or sources[:1]
+    retrieval = max((s.scores.get("rerank", s.score) for s in pool), default=0.0)
+    coverage = sum(1 for c in claims if c.cited) / len(claims) if claims else 0.0
+    return confidence(grounding, retrieval, coverage)

@@ -1,0 +1,77 @@
+"""Citation markers: parse `[n]`, `[Source n]`, `[n, m]`, `[n][m]`; drop the ones that
+point to no retrieved source (and count them); renumber the rest 1..k in order of first use
+so the reader sees [1], [2], … and every number maps to a passage that was retrieved."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..models import Citation, ScoredChunk
+
+MARKER = re.compile(r"\[\s*(?:sources?\s*)?(\d{1,3}(?:\s*[,;]\s*(?:sources?\s*)?\d{1,3})*)\s*\]", re.I)
+_NUM = re.compile(r"\d{1,3}")
+
+
+@dataclass
+class ResolvedCitations:
+    text: str  # markers rewritten as [1], [2] … (invalid ones removed)
+    citations: list[Citation]
+    invalid: int  # markers that pointed to no source
+    mapping: dict[int, int]  # original source number → shown number
+
+
+_TRAILING = re.compile(r"([.!?…])([\"'”’)]*)((?:\s*\[\s*(?:sources?\s*)?\d{1,3}(?:\s*[,;]\s*\d{1,3})*\s*\])+)", re.I)
+
+
+def attach_markers(text: str) -> str:
+    """"… the crust. [1] Next" → "… the crust [1]. Next": a marker written after the full
+    stop belongs to the sentence before it, not to the next one."""
+    def fix(m: re.Match) -> str:
+        marks = "".join(re.findall(r"\[[^\[\]]+\]", m.group(3)))
+        return f" {marks}{m.group(1)}{m.group(2)}"
+
+    return _TRAILING.sub(fix, text)
+
+
+def markers_in(text: str) -> list[int]:
+    out: list[int] = []
+    for m in MARKER.finditer(text):
+        out += [int(x) for x in _NUM.findall(m.group(1))]
+    return out
+
+
+def resolve(text: str, sources: list[ScoredChunk], snippets: dict[int, str] | None = None) -> ResolvedCitations:
+    """`sources[i]` is source number i+1 as numbered in the prompt/context."""
+    mapping: dict[int, int] = {}
+    invalid = 0
+
+    def repl(m: re.Match) -> str:
+        nonlocal invalid
+        shown = []
+        for x in _NUM.findall(m.group(1)):
+            n = int(x)
+            if 1 <= n <= len(sources):
+                if n not in mapping:
+                    mapping[n] = len(mapping) + 1
+                if mapping[n] not in shown:
+                    shown.append(mapping[n])
+            else:
+                invalid += 1
+        return "".join(f"[{s}]" for s in shown)
+
+    new_text = MARKER.sub(repl, text)
+    new_text = re.sub(r"[ \t]+([.,;:!?])", r"\1", new_text)  # "text [9]." with [9] removed → "text."
+    new_text = re.sub(r"[ \t]{2,}", " ", new_text).strip()
+    citations = []
+    for orig, shown in sorted(mapping.items(), key=lambda kv: kv[1]):
+        r = sources[orig - 1]
+        c = r.chunk
+        citations.append(
+            Citation(
+                n=shown, doc_id=c.doc_id, source=c.source, page=c.page_start, chunk_id=c.chunk_id,
+                snippet=(snippets or {}).get(orig) or c.text, score=round(float(r.score), 6), kb_id=c.kb_id,
+                title=c.title, section=c.section,
+            )
+        )
+    return ResolvedCitations(new_text, citations, invalid, mapping)
