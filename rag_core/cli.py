@@ -203,6 +203,77 @@ def cmd_eval_beir(args) -> int:
     return 0
 
 
+def _answer_row(qid, a) -> dict:
+    return {
+        "id": qid, "answer": a.text, "abstained": a.abstained, "reason": a.reason,
+        "citations": [{k: c.to_dict()[k] for k in ("n", "doc_id", "source", "page", "chunk_id", "snippet", "score")}
+                      for c in a.citations],
+        "grounding_score": a.grounding_score, "confidence": a.confidence, "mode": a.mode,
+        "claims": [c.to_dict() for c in a.claims], "invalid_citations": a.invalid_citations,
+        "timings_ms": a.timings_ms,
+    }
+
+
+def cmd_ask(args) -> int:
+    ws = _workspace(args)
+    kb_names = [k.strip() for k in args.kb.split(",") if k.strip()]
+    for name in kb_names:
+        ws.get_kb(name)
+    if args.questions:
+        if not args.out:
+            raise GroundworkError("--questions needs --out A.jsonl")
+        rows = _read_jsonl(Path(args.questions), "questions")
+        with Path(args.out).open("w", encoding="utf-8") as fh:
+            for rec in rows:
+                qid = rec.get("id", rec.get("_id"))
+                try:
+                    a = ws.ask(kb_names, rec.get("question") or rec.get("text") or "")
+                    fh.write(json.dumps(_answer_row(qid, a), ensure_ascii=False) + "\n")
+                except GroundworkError as exc:  # one bad question does not stop the batch
+                    fh.write(json.dumps({"id": qid, "error": str(exc)}) + "\n")
+        _emit(args, {"questions": len(rows), "out": args.out}, f"{len(rows)} questions → {args.out}")
+        return 0
+    if not args.question:
+        raise GroundworkError('give a question: ask --kb NAME "QUESTION"')
+    a = ws.ask(kb_names, args.question)
+    if args.json:
+        print(json.dumps(_answer_row(None, a), ensure_ascii=False))
+        return 0
+    print(a.text)
+    if a.abstained:
+        print(f"\nreason: {a.reason}")
+        for s in a.suggestions:
+            print(f"  - {s}")
+        return 0
+    print()
+    for c in a.citations:
+        print(f"[{c.n}] {c.source}, page {c.page}: {' '.join(c.snippet.split())[:200]}")
+    marks = {"supported": "✓", "partial": "~", "unsupported": "✗"}
+    print(f"\ngrounding {a.grounding_score:.2f} · confidence {a.confidence:.2f} · {a.mode} · "
+          f"{a.timings_ms.get('total', 0):.0f} ms")
+    for c in a.claims:
+        print(f"  {marks[c.label]} {c.text[:120]}")
+    return 0
+
+
+def cmd_verify(args) -> int:
+    from .grounding.verify import Verifier
+
+    rows = _read_jsonl(Path(args.pairs), "pairs")
+    ws = _workspace(args)
+    verifier = Verifier(embed=ws.embedder.embed_array)
+    with Path(args.out).open("w", encoding="utf-8") as fh:
+        for n, rec in enumerate(rows, 1):
+            if not isinstance(rec.get("answer"), str) or not isinstance(rec.get("sources"), list):
+                raise GroundworkError(f"{Path(args.pairs).name} line {n}: needs 'answer' (text) and 'sources' (list of texts)")
+            claims, score = verifier.verify(rec["answer"], [str(s) for s in rec["sources"]])
+            fh.write(json.dumps({"id": rec.get("id"), "grounding_score": score,
+                                 "claims": [{"text": c.text, "label": c.label, "score": c.score} for c in claims]},
+                                ensure_ascii=False) + "\n")
+    _emit(args, {"pairs": len(rows), "out": args.out}, f"{len(rows)} answers verified → {args.out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-dir", default=None, help="data folder (default $RAG_DATA_DIR or ./.groundwork)")
@@ -242,6 +313,18 @@ def build_parser() -> argparse.ArgumentParser:
     se.add_argument("--mode", choices=["hybrid", "keyword", "vector"], default="hybrid")
     se.add_argument("--no-rerank", action="store_true", help="skip reranking")
     se.set_defaults(func=cmd_search)
+    ask = sub.add_parser("ask", help="answer a question with citations", parents=[common])
+    ask.add_argument("--kb", required=True, help="knowledge base name (comma-separate several)")
+    ask.add_argument("question", nargs="?")
+    ask.add_argument("--questions", help="JSONL of {id, question}")
+    ask.add_argument("--out", help="write answers JSONL here")
+    ask.set_defaults(func=cmd_ask)
+
+    ve = sub.add_parser("verify", help="check given answers against given sources", parents=[common])
+    ve.add_argument("--pairs", required=True, help='JSONL of {"id", "answer", "sources": [text, ...]}')
+    ve.add_argument("--out", required=True)
+    ve.set_defaults(func=cmd_verify)
+
     ev = sub.add_parser("eval", help="evaluate retrieval", parents=[common])
     ev_sub = ev.add_subparsers(dest="eval_cmd", required=True)
     eb = ev_sub.add_parser("beir", help="nDCG@10, recall@10/100, MRR@10, latency on a BEIR folder", parents=[common])

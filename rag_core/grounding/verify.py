@@ -54,7 +54,7 @@ def split_claims(answer: str) -> list[tuple[str, list[int]]]:
     out = []
     for sent in split_sentences(attach_markers(answer)):
         cited = markers_in(sent)
-        text = " ".join(MARKER.sub(" ", sent).split())
+        text = re.sub(r"\s+([.,;:!?…])", r"\1", " ".join(MARKER.sub(" ", sent).split()))
         if len(re.findall(r"\w", text)) >= 3:
             out.append((text, cited))
     return out
