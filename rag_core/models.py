@@ -195,6 +195,7 @@ class Answer:
     reason: str = ""
     suggestions: list[str] = field(default_factory=list)
     invalid_citations: int = 0
+    retrieval_score: float = 0.0  # best passage's reranker probability (or fused score)
     mode: Literal["llm", "extractive"] = "extractive"
     models: dict[str, str] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)

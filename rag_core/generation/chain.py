@@ -19,7 +19,7 @@ from langchain_core.runnables import RunnableLambda
 
 from ..config import Settings
 from ..grounding.citations import attach_markers, resolve
-from ..grounding.verify import Verifier, confidence
+from ..grounding.verify import Verifier, answer_sentences, confidence, plain
 from ..models import Answer, KnowledgeBase, ScoredChunk, SearchFilters
 from ..retrieval.fusion import fuse_ranked
 from ..retrieval.query import key_terms
@@ -142,6 +142,7 @@ class AnswerEngine:
     def _sufficiency(self, state: dict) -> dict:
         sources: list[ScoredChunk] = state["sources"]
         r = state["retrieved"]
+        state["best"] = max((s.scores.get("rerank", s.score) for s in sources), default=0.0)
         if r.lookup_source:
             return state
         if not sources:
@@ -220,7 +221,8 @@ class AnswerEngine:
         state["timings"]["total"] = _ms(state["t0"])
         return Answer(
             question=req.question, text=res.text, citations=res.citations, claims=claims, grounding_score=grounding,
-            confidence=conf, abstained=False, invalid_citations=res.invalid, mode=self.mode, models=state["models"],
+            confidence=conf, abstained=False, invalid_citations=res.invalid, retrieval_score=round(state["best"], 4),
+            mode=self.mode, models=state["models"],
             timings_ms=state["timings"], standalone_question=state["standalone"],
         )
 
@@ -236,6 +238,7 @@ class AnswerEngine:
         state["timings"]["total"] = _ms(state["t0"])
         return Answer(
             question=req.question, text=ABSTAIN_TEXT, abstained=True, reason=reason, suggestions=suggestions,
+            retrieval_score=round(state.get("best", 0.0), 4),
             mode=self.mode, models=state["models"], timings_ms=state["timings"],
             standalone_question=state.get("standalone", req.question),
         )
@@ -266,14 +269,7 @@ def _rrf_merge(lists: list[list[ScoredChunk]], k: int) -> list[ScoredChunk]:
 
 
 def _keep_sentences(text: str, keep: set[str]) -> str:
-    from ..grounding.verify import split_sentences
-
-    out = []
-    for sent in split_sentences(text):
-        plain = " ".join(re.sub(r"\[[^\]]*\]", " ", sent).split())
-        if plain in keep:
-            out.append(sent.strip())
-    return " ".join(out)
+    return " ".join(s.strip() for s in answer_sentences(text) if plain(s) in keep)
 
 
 def _confidence(claims, grounding: float, sources: list[ScoredChunk], mapping: dict[int, int] | None = None) -> float:

@@ -49,14 +49,22 @@ def load_verifier_weights() -> dict[str, float]:
     return dict(FALLBACK_WEIGHTS)
 
 
+def plain(sentence: str) -> str:
+    """A sentence without its citation markers, spaced as it reads."""
+    return re.sub(r"\s+([.,;:!?…])", r"\1", " ".join(MARKER.sub(" ", sentence).split()))
+
+
+def answer_sentences(answer: str) -> list[str]:
+    return split_sentences(attach_markers(answer))
+
+
 def split_claims(answer: str) -> list[tuple[str, list[int]]]:
     """(claim text without markers, cited marker numbers) per sentence."""
     out = []
-    for sent in split_sentences(attach_markers(answer)):
-        cited = markers_in(sent)
-        text = re.sub(r"\s+([.,;:!?…])", r"\1", " ".join(MARKER.sub(" ", sent).split()))
+    for sent in answer_sentences(answer):
+        text = plain(sent)
         if len(re.findall(r"\w", text)) >= 3:
-            out.append((text, cited))
+            out.append((text, markers_in(sent)))
     return out
 
 
@@ -81,7 +89,8 @@ class Verifier:
         coverage = sum(w[t] for t in uniq if t in s_set) / total if uniq else 0.0
         ents = _entities(claim)
         src_low = source.lower()
-        novel = (sum(1 for e in ents if e not in src_low) / len(ents)) if ents else 0.0
+        # One swapped name or number is enough to make a claim false: any, not a share.
+        novel = 1.0 if any(e not in src_low for e in ents) else 0.0
         c_bi = set(zip(c_terms, c_terms[1:]))
         bigrams = len(c_bi & set(zip(s_terms, s_terms[1:]))) / len(c_bi) if c_bi else coverage
         return np.array([1.0, coverage, novel, bigrams, cos])

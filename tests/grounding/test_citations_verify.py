@@ -1,0 +1,63 @@
+"""Citation parsing and the offline claim verifier (real embedding model)."""
+
+import pytest
+
+from rag_core.config import get_settings
+from rag_core.embeddings import get_embedder
+from rag_core.grounding.citations import attach_markers, markers_in, resolve
+from rag_core.grounding.verify import Verifier, confidence, grounding_score, split_claims
+from rag_core.models import Chunk, Claim, ScoredChunk
+
+
+def src(i: int, text: str) -> ScoredChunk:
+    return ScoredChunk(Chunk(chunk_id=f"k/d{i}#0", doc_id=f"d{i}", kb_id="k", text=text, source=f"f{i}.pdf",
+                             page_start=i + 1), 0.9)
+
+
+def test_marker_forms():
+    assert markers_in("a [1] b [Source 2] c [3, 4] d [source 5; 6] e [x] f [10]") == [1, 2, 3, 4, 5, 6, 10]
+
+
+def test_resolve_renumbers_and_drops_invalid():
+    sources = [src(0, "zero"), src(1, "one"), src(2, "two")]
+    r = resolve("First [3]. Second [1, 3]. Third [9]. Fourth [Source 2].", sources)
+    assert r.text == "First [1]. Second [2][1]. Third. Fourth [3]."
+    assert r.invalid == 1
+    assert [(c.n, c.doc_id, c.page) for c in r.citations] == [(1, "d2", 3), (2, "d0", 1), (3, "d1", 2)]
+
+
+def test_attach_markers_moves_trailing_markers_into_the_sentence():
+    assert attach_markers("One. [1] Two.[2][3] Three [4].") == "One [1]. Two [2][3]. Three [4]."
+    assert split_claims("One thing here. [1] Another thing there [2].") == [("One thing here.", [1]), ("Another thing there.", [2])]
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    return Verifier(embed=get_embedder(get_settings()).embed_array)
+
+
+def test_verifier_separates_supported_from_swapped(verifier):
+    source = "The Normans were the people who in the 10th and 11th centuries gave their name to Normandy, a region in France."
+    claims, score = verifier.verify(
+        "The Normans gave their name to Normandy, a region in France [1]. "
+        "The Normans gave their name to Normandy, a region in Spain [1]. "
+        "Bananas are an excellent source of potassium [1].",
+        [source],
+    )
+    labels = [c.label for c in claims]
+    assert labels[0] == "supported"
+    assert labels[1] != "supported" and labels[2] == "unsupported"
+    assert claims[0].score > claims[1].score > claims[2].score
+    assert 0 < score < 1
+
+
+def test_wrong_citation_is_not_fully_supported(verifier):
+    claims, _ = verifier.verify("Water boils at 100 degrees Celsius at sea level [2].",
+                                ["Water boils at 100 degrees Celsius at sea level.", "Cats sleep a lot."])
+    assert claims[0].label == "partial" and claims[0].best_source == 2
+
+
+def test_scores_and_confidence_formula():
+    cl = [Claim("a", "supported", 0.9, [1]), Claim("b", "partial", 0.5, [1]), Claim("c", "unsupported", 0.1)]
+    assert grounding_score(cl) == 0.5
+    assert confidence(0.5, 0.8, 2 / 3) == pytest.approx(0.5 * 0.5 + 0.3 * 0.8 + 0.2 * 2 / 3, abs=1e-4)
