@@ -1,38 +1,34 @@
-"""Groundwork — placeholder entry until the app issue lands: lists knowledge bases and runs a search."""
+"""Groundwork: entry point. Navigation, shared resources, and the sidebar."""
 
 import streamlit as st
 
-from rag_core.config import get_settings
-from rag_core.errors import GroundworkError
-from rag_core.workspace import Workspace
+from pages.common import identity, kb_names, remember_kbs, selected_kbs, workspace
 
 st.set_page_config(page_title="Groundwork", page_icon="📚", layout="wide")
 
-
-@st.cache_resource
-def workspace() -> Workspace:
-    return Workspace(get_settings())
-
-
 ws = workspace()
-st.title("Groundwork")
-st.caption("Chat with your documents — grounded answers with citations.")
-kbs = ws.list_kbs()
-if not kbs:
-    st.info("No knowledge bases yet. Create one with `python -m rag_core kb create NAME` and add files with "
-            "`python -m rag_core ingest --kb NAME FILES…`.")
-else:
-    names = [kb.name for kb in kbs]
-    chosen = st.multiselect("Knowledge bases", names, default=names[:1])
-    query = st.text_input("Search")
-    if query and chosen:
-        try:
-            res = ws.search(chosen, query, k=5)
-        except GroundworkError as exc:
-            st.error(str(exc))
-        else:
-            for r in res.results:
-                c = r.chunk
-                with st.container(border=True):
-                    st.markdown(f"**{c.source}** · page {c.page_start} · score {r.score:.3f}")
-                    st.text(c.text[:800])
+pages = [
+    st.Page("pages/chat.py", title="Chat", icon="💬", default=True),
+    st.Page("pages/upload.py", title="Upload", icon="📤"),
+    st.Page("pages/knowledge_bases.py", title="Knowledge bases", icon="🗂️"),
+    st.Page("pages/analytics.py", title="Analytics", icon="📊"),
+]
+nav = st.navigation(pages)
+
+with st.sidebar:
+    st.markdown("### 📚 Groundwork")
+    names = kb_names()
+    if names:
+        chosen = st.multiselect("Knowledge bases", names, default=selected_kbs(), key="kb_picker",
+                                help="Answers come only from the knowledge bases selected here.")
+        if chosen != st.session_state.get("selected_kbs"):
+            st.session_state.selected_kbs = chosen
+            remember_kbs(chosen)
+    else:
+        st.caption("No knowledge bases yet — create one on the Upload page.")
+    mode = f"LLM · {ws.settings.llm_model}" if ws.settings.llm_configured else "Extractive · offline"
+    store = "Weaviate" if ws.settings.store.startswith("weaviate") else "Embedded"
+    user, _ = identity()
+    st.caption(f"**Mode:** {mode}  \n**Store:** {store}  \n**User:** {user or 'local (no sign-in)'}")
+
+nav.run()

@@ -11,6 +11,7 @@ from .appdb import AppDB
 from .config import Settings, get_settings
 from .db import Database
 from .embeddings import get_embedder
+from .feedback import FeedbackLog
 from .errors import InputError
 from .ingest.pipeline import IngestStats, Ingestor, delete_document
 from .models import Document, KnowledgeBase, SearchFilters
@@ -27,6 +28,7 @@ class Workspace:
         self.db = Database(self.settings.db_path)
         self.appdb = AppDB(self.db)
         self.store = make_store(self.settings, self.db)
+        self.feedback = FeedbackLog(self.db)
 
     @cached_property
     def embedder(self):

@@ -1,0 +1,120 @@
+"""Page logic through Streamlit's AppTest (the real scripts, headless, no browser)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from rag_core.config import get_settings
+from rag_core.workspace import Workspace
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch):
+    d = tmp_path / "data"
+    monkeypatch.setenv("RAG_DATA_DIR", str(d))
+    monkeypatch.chdir(REPO)
+    st.cache_resource.clear()  # each test gets its own workspace
+    yield d
+    st.cache_resource.clear()
+
+
+def app() -> AppTest:
+    return AppTest.from_file(str(REPO / "streamlit_app.py"), default_timeout=120)
+
+
+def seed(data_dir: Path, tmp: Path) -> Workspace:
+    ws = Workspace(get_settings(data_dir))
+    ws.create_kb("Geo")
+    f = tmp / "volcanoes.md"
+    f.write_text("# Volcanoes\n\nIceland has about 130 volcanoes. Lava flows are watched by tourists.\n")
+    ws.ingest("Geo", [f])
+    return ws
+
+
+def test_empty_app_guides_a_new_user(data_dir):
+    at = app().run()
+    assert not at.exception
+    assert any("Upload" in i.value for i in at.info)
+
+
+def test_create_kb_on_settings_page(data_dir):
+    at = app().run()
+    at.switch_page("pages/knowledge_bases.py").run()
+    at.text_input[0].set_value("Handbook")
+    at.text_input[1].set_value("HR rules")
+    at.button[0].click().run()
+    assert not at.exception
+    ws = Workspace(get_settings(data_dir))
+    assert ws.get_kb("Handbook").description == "HR rules"
+    # bad name: a message, not a traceback
+    at.switch_page("pages/knowledge_bases.py").run()
+    at.text_input[0].set_value("bad/name")
+    at.button[0].click().run()
+    assert not at.exception and any("name" in e.value for e in at.error)
+
+
+def test_ask_question_shows_cited_answer_and_logs_it(data_dir, tmp_path):
+    ws = seed(data_dir, tmp_path)
+    at = app().run()
+    assert "Geo" in at.caption[0].value  # the only KB is selected by default
+    at.chat_input[0].set_value("How many volcanoes does Iceland have?").run()
+    assert not at.exception
+    texts = " ".join(m.value for m in at.markdown)
+    assert "130 volcanoes" in texts and "volcanoes\\.md" in texts and "page 1" in texts
+    assert any("Grounding 100%" in c.value for c in at.caption)
+    df = ws.feedback.frame()
+    assert list(df["question"]) == ["How many volcanoes does Iceland have?"]
+    # an unanswerable question is shown as such, with suggestions
+    at.chat_input[0].set_value("Who painted the Mona Lisa?").run()
+    assert any("don't have information" in i.value for i in at.info)
+    assert len(ws.feedback.frame()) == 2
+
+
+def test_document_html_is_escaped(data_dir, tmp_path):
+    ws = Workspace(get_settings(data_dir))
+    ws.create_kb("Web")
+    f = tmp_path / "evil.txt"
+    f.write_text("The launch code is <script>alert(1)</script> ![x](http://tracker.invalid/p.png) banana42.")
+    ws.ingest("Web", [f])
+    at = app().run()
+    at.chat_input[0].set_value("What is the launch code banana42?").run()
+    md = " ".join(m.value for m in at.markdown)
+    assert "<script>" not in md and "\\<script\\>" in md
+    assert "![x](" not in md
+
+
+def test_analytics_page_counts_feedback(data_dir, tmp_path):
+    ws = seed(data_dir, tmp_path)
+    a = ws.ask(["Geo"], "How many volcanoes does Iceland have?")
+    qid = ws.feedback.log_answer(a, [ws.get_kb("Geo").kb_id])
+    ws.feedback.rate(qid, 1, "spot on")
+    b = ws.ask(["Geo"], "Who painted the Mona Lisa?")
+    ws.feedback.log_answer(b, [ws.get_kb("Geo").kb_id])
+    at = app().run()
+    at.switch_page("pages/analytics.py").run()
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Answers"] == "2" and metrics["Rated"] == "1" and metrics["Helpful"] == "100%"
+    assert metrics["Abstained"] == "50%"
+
+
+def test_feedback_log_and_frames(data_dir, tmp_path):
+    ws = seed(data_dir, tmp_path)
+    a = ws.ask(["Geo"], "How many volcanoes does Iceland have?")
+    qid = ws.feedback.log_answer(a, [ws.get_kb("Geo").kb_id], user="ann")
+    ws.feedback.rate(qid, -1)
+    ws.feedback.rate(qid, 1, "changed my mind")  # re-rating replaces
+    assert ws.feedback.rating_of(qid) == (1, "changed my mind")
+    df = ws.feedback.frame({ws.get_kb("Geo").kb_id: "Geo"})
+    assert df.loc[0, "kb"] == "Geo" and df.loc[0, "rating"] == 1 and df.loc[0, "sources"] == "volcanoes.md"
+    lat = ws.feedback.latency(df)
+    assert "total" in set(lat["stage"]) and (lat["p95_ms"] >= lat["p50_ms"]).all()
+    assert ws.feedback.per_kb(df).loc[0, "answers"] == 1
+    with pytest.raises(Exception):
+        ws.feedback.rate("nope", 1)
