@@ -14,9 +14,9 @@ and with --write stores the weights in rag_core/retrieval/reranker_weights.json.
 from __future__ import annotations
 
 import argparse
-import ast
 import csv
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -37,7 +37,7 @@ def train_claims() -> tuple[dict[str, str], dict[str, dict[str, int]]]:
     claims, qrels = {}, {}
     with (SHARED / "beir-scifact" / "scifact-original-claims" / "claims_train.csv").open() as fh:
         for row in csv.DictReader(fh):
-            cited = ast.literal_eval(row["cited_doc_ids"]) if row["cited_doc_ids"] else []
+            cited = re.findall(r"\d+", row["cited_doc_ids"] or "")  # a numpy-style list: "[ 123 456]"
             if not cited:
                 continue
             claims[row["id"]] = row["claim"]

@@ -12,7 +12,7 @@ from pages.common import workspace
 from rag_core.render import escape_md
 
 ws = workspace()
-st.title("📊 Feedback analytics")
+st.title("Feedback analytics")
 
 log = ws.feedback
 df = log.frame({kb.kb_id: kb.name for kb in ws.list_kbs()})
@@ -58,7 +58,7 @@ st.dataframe(log.per_kb(df).round(3), hide_index=True)
 
 def show(rows: pd.DataFrame) -> None:
     for _, r in rows.iterrows():
-        rating = {1.0: "👍", -1.0: "👎"}.get(r["rating"], "·")
+        rating = {1.0: ":material/thumb_up:", -1.0: ":material/thumb_down:"}.get(r["rating"], "·")
         with st.expander(f"{rating} {r['question'][:100]}"):
             st.markdown("**Answer:** " + escape_md(r["answer"]))
             st.caption(f"grounding {r['grounding']:.2f} · confidence {r['confidence']:.2f} · {r['kb']} · {r['time']:%Y-%m-%d %H:%M}")

@@ -11,7 +11,7 @@ from rag_core.models import Answer
 from rag_core.render import answer_segments, escape_md
 
 ws = workspace()
-st.title("💬 Chat with your documents")
+st.title("Chat with your documents")
 kbs = selected_kbs()
 if not kbs:
     st.info("Create a knowledge base and upload documents on the **Upload** page, then ask away.")
@@ -40,9 +40,9 @@ def render_answer(answer: Answer, query_id: str | None, idx: int) -> None:
         parts = []
         for md, label in answer_segments(answer):
             color = LABEL_STYLE.get(label, "")
-            parts.append(f":{color}[{md} ⚠]" if color else md)
+            parts.append(f":{color}[{md} :material/warning:]" if color else md)
         st.markdown(" ".join(parts))
-        st.caption(badge(answer) + ("  ·  ⚠ marks sentences the sources do not fully support" if any(
+        st.caption(badge(answer) + ("  ·  :material/warning: marks sentences the sources do not fully support" if any(
             c.label != "supported" for c in answer.claims) else ""))
         with st.expander(f"Sources ({len(answer.citations)})"):
             for c in answer.citations:

@@ -34,11 +34,13 @@ def kb_names() -> list[str]:
 def selected_kbs() -> list[str]:
     """The knowledge bases chosen in the sidebar: by default the last used, or the only one."""
     names = kb_names()
-    if "selected_kbs" not in st.session_state:
+    current = [n for n in st.session_state.get("selected_kbs", []) if n in names]
+    if not current:
         last = (workspace().appdb.get_meta("last_kbs") or "").split("\n")
-        st.session_state.selected_kbs = [n for n in last if n in names] or names[:1]
-    st.session_state.selected_kbs = [n for n in st.session_state.selected_kbs if n in names]
-    return st.session_state.selected_kbs
+        current = [n for n in last if n in names] or names[:1]
+    if current != st.session_state.get("selected_kbs"):
+        st.session_state.selected_kbs = current
+    return current
 
 
 def remember_kbs(names: list[str]) -> None:

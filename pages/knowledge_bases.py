@@ -11,7 +11,7 @@ from rag_core.generation.prompts import system_prompt
 from rag_core.models import RetrievalSettings
 
 ws = workspace()
-st.title("🗂️ Knowledge bases")
+st.title("Knowledge bases")
 
 with st.expander("Create a knowledge base", expanded=not kb_names()):
     with st.form("create_kb", clear_on_submit=True):

@@ -13,7 +13,10 @@ from rag_core.ingest.loaders import SUPPORTED_EXTENSIONS
 from rag_core.render import escape_md
 
 ws = workspace()
-st.title("📤 Upload documents")
+st.title("Upload documents")
+
+if flash := st.session_state.pop("flash", None):
+    st.success(flash)
 
 names = kb_names()
 with st.expander("Create a knowledge base", expanded=not names):
@@ -24,7 +27,7 @@ with st.expander("Create a knowledge base", expanded=not names):
             with friendly_errors("Creating the knowledge base"):
                 kb = ws.create_kb(new_name, description=new_desc)
                 st.session_state.upload_kb = kb.name
-                st.success(f"Created {kb.name}.")
+                st.session_state.flash = f"Created {kb.name}. Now add files to it."
                 st.rerun()
 if not names:
     st.stop()
