@@ -65,13 +65,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data-dir", required=True)
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--skip-alpha", action="store_true", help="skip the alpha sweep")
     args = ap.parse_args()
     ws = Workspace(get_settings(args.data_dir))
     kb = ws.get_kb(KB)
     claims, qrels = train_claims()
     print(json.dumps({"train_claims": len(claims)}))
 
-    for alpha in (0.3, 0.4, 0.5, 0.6, 0.7):
+    for alpha in () if args.skip_alpha else (0.3, 0.4, 0.5, 0.6, 0.7):
         run = {q: doc_ranking(ws.search([kb.kb_id], t, k=100, alpha=alpha, rerank=False).results, 100)
                for q, t in claims.items()}
         m = evaluate_run(run, qrels)
@@ -87,10 +88,26 @@ def main() -> None:
             continue
         xs.append(feat.features(text, cands))
         ys.append([1.0 if c.chunk.doc_id in qrels[q] else 0.0 for c in cands])
+    # Pairwise (RankNet-style) fit for the ranking direction: for every relevant/irrelevant
+    # pair of one claim's candidates, the feature difference should predict which is which.
+    diffs = []
+    for xq, yq in zip(xs, ys):
+        yq = np.asarray(yq)
+        pos, neg = xq[yq == 1], xq[yq == 0]
+        for p_row in pos:
+            diffs.append(p_row[None, :] - neg)
+    d = np.vstack(diffs)[:, 1:]  # the bias cancels in a difference
+    dx = np.vstack([d, -d])
+    dy = np.concatenate([np.ones(len(d)), np.zeros(len(d))])
+    dx1 = np.hstack([np.zeros((len(dx), 1)), dx])  # fit_logistic's first column is the unpenalised bias
+    w_rank = fit_logistic(dx1, dy)[1:]
+    # Platt scaling: map the ranking score to P(relevant) on the same candidates.
     x, y = np.vstack(xs), np.concatenate(ys)
-    w = fit_logistic(x, y)
+    score = x[:, 1:] @ w_rank
+    a_b = fit_logistic(np.column_stack([np.ones(len(score)), score]), y, l2=0.0)
+    w = np.concatenate([[a_b[0]], a_b[1] * w_rank])
     weights = {f: round(float(v), 4) for f, v in zip(FEATURES, w)}
-    print(json.dumps({"fitted": weights, "rows": int(len(y)), "positives": int(y.sum())}))
+    print(json.dumps({"fitted": weights, "rows": int(len(y)), "positives": int(y.sum()), "pairs": int(len(d))}))
 
     reranker = FeatureReranker(idf=ws.store.idf, weights=weights)
     run = {q: doc_ranking(reranker.rerank(claims[q], list(c)), 100) for q, c in cands_by_q.items()}

@@ -34,11 +34,11 @@ class Reranker(Protocol):
         """Return the candidates re-ordered; each gets scores["rerank"] and score = that."""
 
 
-FEATURES = ("bias", "vector", "keyword_rel", "keyword_abs", "coverage", "bigrams", "title")
+FEATURES = ("bias", "fused", "vector", "keyword_rel", "keyword_abs", "coverage", "bigrams", "title")
 
 WEIGHTS_FILE = Path(__file__).with_name("reranker_weights.json")
 # Used only when the fitted file is missing: equal say for meaning and words.
-FALLBACK_WEIGHTS = {"bias": -4.0, "vector": 4.0, "keyword_rel": 1.0, "keyword_abs": 1.0, "coverage": 2.0,
+FALLBACK_WEIGHTS = {"bias": -4.0, "fused": 2.0, "vector": 4.0, "keyword_rel": 1.0, "keyword_abs": 1.0, "coverage": 2.0,
                     "bigrams": 0.5, "title": 0.5}
 
 
@@ -52,7 +52,8 @@ def load_weights() -> dict[str, float]:
 
 @dataclass
 class FeatureReranker:
-    """P(relevant | features) with a logistic model; ~0.1 ms per candidate."""
+    """P(relevant | features) with a linear model: weights trained pairwise (which of two
+    candidates is relevant) for ranking, then Platt-scaled so the score is a probability."""
 
     idf: Callable[[Sequence[str]], dict[str, float]] | None = None
     weights: dict[str, float] | None = None
@@ -76,6 +77,7 @@ class FeatureReranker:
             rows.append(
                 (
                     1.0,
+                    c.scores.get("fused", 0.0),
                     c.scores.get("vector", 0.0),
                     kw / best_kw if best_kw > 0 else 0.0,
                     kw / (kw + 10.0),
