@@ -131,21 +131,33 @@ def verifier_pairs(data: dict, articles: range):
     return pairs
 
 
-def verifier(ws: Workspace, fit: bool) -> None:
+class CachedEmbed:
+    """Each paragraph's sentences recur in many pairs: embed every distinct text once."""
+
+    def __init__(self, embedder):
+        self.embedder, self.cache = embedder, {}
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        new = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        if new:
+            for t, v in zip(new, self.embedder.embed_array(new)):
+                self.cache[t] = v
+        return np.stack([self.cache[t] for t in texts])
+
+
+def verifier(ws: Workspace, fit: bool, max_pairs: int = 1200) -> None:
     data = json.loads((SQUAD / "dev-1.1-reconstructed.json").read_text())
     half = len(data["data"]) // 2
-    v = Verifier(embed=ws.embedder.embed_array)
+    embed = CachedEmbed(ws.embedder)
+    v = Verifier(embed=embed)
     if fit:
         from benchmarks.train_reranker import fit_logistic
 
-        train = verifier_pairs(data, range(0, half))
-        claims = [c for c, _, _ in train]
-        srcs = [s for _, s, _ in train]
-        vecs_c = ws.embedder.embed_array(claims)
+        train = verifier_pairs(data, range(0, half))[:max_pairs]
         x = []
-        for i, (c, s, _) in enumerate(train):
+        for c, s, _ in train:
             sents = split_sentences(s) or [s]
-            cos = float((ws.embedder.embed_array(sents) @ vecs_c[i]).max())
+            cos = float((embed(sents) @ embed([c])[0]).max())
             x.append(v.features(c, s, cos))
         w = fit_logistic(np.array(x), np.array([y for _, _, y in train], dtype=float), l2=1.0)
         weights = {f: round(float(val), 4) for f, val in zip(VERIFIER_FEATURES, w)}
@@ -154,7 +166,7 @@ def verifier(ws: Workspace, fit: bool) -> None:
                                             "command": "python benchmarks/answer_quality.py --data-dir DIR --fit"}, indent=2) + "\n")
         print(json.dumps({"fitted_verifier": weights, "pairs": len(train)}))
         v.weights = weights
-    test = verifier_pairs(data, range(half, len(data["data"])))
+    test = verifier_pairs(data, range(half, len(data["data"])))[:max_pairs]
     scores = np.array([v.score_pairs([c], [s])[0, 0] for c, s, _ in test])
     labels = np.array([y for _, _, y in test])
     pos, neg = scores[labels == 1], scores[labels == 0]

@@ -110,6 +110,15 @@ class AppDB:
         db.executescript(SCHEMA)
 
     # ---- knowledge bases -------------------------------------------------------------
+    def _valid_name(self, name: str, kb_id: str | None = None) -> str:
+        name = (name or "").strip()
+        if not _NAME_RE.match(name):
+            raise InputError("a knowledge base name must be 1–80 characters: letters, digits, spaces, . - _ ( ) & '")
+        other = self.find_kb(name)
+        if other and other.kb_id != kb_id:
+            raise InputError(f"a knowledge base named '{name}' already exists")
+        return name
+
     def create_kb(
         self,
         name: str,
@@ -121,13 +130,7 @@ class AppDB:
         acl_users: list[str] | None = None,
         acl_groups: list[str] | None = None,
     ) -> KnowledgeBase:
-        name = (name or "").strip()
-        if not _NAME_RE.match(name):
-            raise InputError(
-                "a knowledge base name must be 1–80 characters: letters, digits, spaces, . - _ ( ) & '"
-            )
-        if self.find_kb(name):
-            raise InputError(f"a knowledge base named '{name}' already exists")
+        name = self._valid_name(name)
         kb = KnowledgeBase(
             kb_id=uuid.uuid4().hex[:12],
             name=name,
@@ -158,12 +161,7 @@ class AppDB:
         return kb
 
     def update_kb(self, kb: KnowledgeBase) -> None:
-        name = kb.name.strip()
-        if not _NAME_RE.match(name):
-            raise InputError("a knowledge base name must be 1–80 characters: letters, digits, spaces, . - _ ( ) & '")
-        other = self.find_kb(name)
-        if other and other.kb_id != kb.kb_id:
-            raise InputError(f"a knowledge base named '{name}' already exists")
+        name = self._valid_name(kb.name, kb.kb_id)
         with self.db.transaction() as c:
             c.execute(
                 "UPDATE kbs SET name=?, description=?, instructions=?, grounded_only=?, retrieval=?,"

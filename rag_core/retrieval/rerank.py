@@ -34,11 +34,14 @@ class Reranker(Protocol):
         """Return the candidates re-ordered; each gets scores["rerank"] and score = that."""
 
 
-FEATURES = ("bias", "fused", "vector", "keyword_rel", "keyword_abs", "coverage", "bigrams", "title")
+# Only features that mean the same in every corpus: absolute BM25 depends on the corpus's
+# size and vocabulary (it made a 3-document knowledge base look irrelevant), so BM25 enters
+# only relative to the best candidate.
+FEATURES = ("bias", "fused", "vector", "keyword_rel", "coverage", "bigrams", "title")
 
 WEIGHTS_FILE = Path(__file__).with_name("reranker_weights.json")
 # Used only when the fitted file is missing: equal say for meaning and words.
-FALLBACK_WEIGHTS = {"bias": -4.0, "fused": 2.0, "vector": 4.0, "keyword_rel": 1.0, "keyword_abs": 1.0, "coverage": 2.0,
+FALLBACK_WEIGHTS = {"bias": -4.0, "fused": 2.0, "vector": 4.0, "keyword_rel": 1.0, "coverage": 2.0,
                     "bigrams": 0.5, "title": 0.5}
 
 
@@ -80,7 +83,6 @@ class FeatureReranker:
                     c.scores.get("fused", 0.0),
                     c.scores.get("vector", 0.0),
                     kw / best_kw if best_kw > 0 else 0.0,
-                    kw / (kw + 10.0),
                     sum(w[t] for t in uniq if t in d_set or t in t_set) / total,
                     len(q_bigrams & d_bigrams) / len(q_bigrams) if q_bigrams else 0.0,
                     sum(w[t] for t in uniq if t in t_set) / total,

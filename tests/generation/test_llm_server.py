@@ -1,0 +1,112 @@
+"""LLM mode against a REAL local OpenAI-compatible server (not a fake).
+
+SmolLM2-135M-Instruct served by llama.cpp's HTTP server (xllamacpp), one thread, see
+tests/llm_server.py. Its answers are poor, so nothing here checks what it says; what is
+tested is our wiring over real HTTP: the chat-model factory, SSE streaming through the
+AnswerEngine, citation clean-up on real model output, and the timeout and connection-error
+paths of the client as our settings configure it.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import openai
+import pytest
+
+from rag_core.config import Settings, get_settings
+from rag_core.generation.llm import make_chat_model
+from tests.llm_server import LLMServerUnavailable, free_port, start_llm_server
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def server():
+    try:
+        srv = start_llm_server(threads=1, ctx=2048, n_predict=48)
+    except LLMServerUnavailable as exc:
+        pytest.skip(f"no local LLM server: {exc}")
+    yield srv
+    srv.stop()
+
+
+def chat_settings(srv, **kw) -> Settings:
+    return Settings(openai_base_url=srv.base_url + "/v1", openai_api_key="x", llm_model=srv.model, **kw)
+
+
+def test_factory_invoke_and_stream(server):
+    chat = make_chat_model(chat_settings(server, llm_timeout=60))
+    reply = chat.invoke("Say hello")
+    assert isinstance(reply.content, str) and reply.content.strip()
+
+    chunks = [c.content for c in chat.stream("Say hello in five words")]
+    assert len([c for c in chunks if c]) > 1, chunks  # real SSE deltas, not one blob
+    assert "".join(chunks).strip()
+
+
+def test_answer_engine_streams_real_llm_answer(server, tmp_path):
+    from rag_core.workspace import Workspace
+
+    ws = Workspace(get_settings(
+        tmp_path / "data", openai_base_url=server.base_url + "/v1", openai_api_key="x",
+        llm_model=server.model, llm_timeout=60, llm_crag=False, llm_condense=False,
+        answer_threshold=0.0,  # the wiring is under test here, not the reranker's abstention cut-off
+    ))
+    try:
+        (tmp_path / "paris.md").write_text(
+            "# France\n\nParis is the capital of France. The Seine flows through Paris.\n"
+        )
+        (tmp_path / "moon.txt").write_text("The Moon orbits the Earth every 27.3 days.\n")
+        ws.create_kb("facts")
+        ws.ingest("facts", [tmp_path / "paris.md", tmp_path / "moon.txt"])
+        chunk_ids = {r.chunk.chunk_id for r in ws.search(["facts"], "What is the capital of France?").results}
+
+        assert ws.answers.mode == "llm"
+        events = list(ws.answers.stream(ws.answer_request(["facts"], "What is the capital of France?")))
+    finally:
+        ws.close()
+
+    tokens = [e for e in events[:-1] if e["type"] == "token"]
+    assert len(tokens) > 1, events  # streamed piece by piece from the server
+    assert all(e["type"] == "token" for e in events[:-1])
+    last = events[-1]
+    assert last["type"] == "answer"
+    a = last["answer"]
+    assert a.mode == "llm" and not a.abstained and a.text.strip()
+    assert a.models.get("llm") == server.model
+    # whatever the small model cited, only markers that point to retrieved sources survive
+    assert isinstance(a.invalid_citations, int) and a.invalid_citations >= 0
+    assert [c.n for c in a.citations] == list(range(1, len(a.citations) + 1))
+    for c in a.citations:
+        assert c.chunk_id in chunk_ids and c.source in {"paris.md", "moon.txt"}
+    markers = [int(n) for n in re.findall(r"\[(\d+)\]", a.text)]
+    assert all(1 <= n <= len(a.citations) for n in markers), (a.text, len(a.citations))
+    # the streamed text is the draft the answer was built from (before marker clean-up)
+    streamed = "".join(e["text"] for e in tokens)
+    assert streamed.strip()
+
+
+def test_timeout_raises_from_the_client(server):
+    chat = make_chat_model(chat_settings(server, llm_timeout=0.001, llm_retries=0))
+    t = time.perf_counter()
+    # langchain-openai re-raises httpx's timeout as its OpenAITimeoutError(openai.APITimeoutError)
+    with pytest.raises(openai.APITimeoutError) as err:
+        chat.invoke("Write a long story about a dragon.")
+    assert time.perf_counter() - t < 5
+    # the factory caches by its arguments: the normal-timeout model is another instance
+    assert make_chat_model(chat_settings(server, llm_timeout=60)) is not chat
+
+
+def test_nothing_listening_raises_connection_error_quickly(server):
+    port = free_port()  # bound and released: nothing listens there
+    chat = make_chat_model(Settings(
+        openai_base_url=f"http://127.0.0.1:{port}/v1", openai_api_key="x", llm_model=server.model,
+        llm_timeout=10, llm_retries=0,
+    ))
+    t = time.perf_counter()
+    with pytest.raises(openai.APIConnectionError) as err:
+        chat.invoke("Say hello")
+    assert time.perf_counter() - t < 5
+    assert not isinstance(err.value, openai.APITimeoutError)  # refused at once, not timed out
