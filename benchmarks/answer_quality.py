@@ -113,7 +113,13 @@ def answers(ws: Workspace, n: int) -> None:
 
 
 def verifier_pairs(data: dict, articles: range):
-    pairs = []  # (claim, source, label)
+    """(claim, source, label, kind). Two kinds, each as a supported/swapped pair:
+    "sentence" — the paragraph's sentence holding the gold answer, verbatim (what an
+    extractive answer says) vs the same sentence with the answer swapped for another answer
+    of the paragraph; "statement" — the question turned into a statement with the answer
+    ("In what country is Normandy located: France."), worded unlike the source as an LLM's
+    answer would be, vs the same statement with the swapped answer."""
+    pairs = []
     for art in [data["data"][i] for i in articles]:
         for p in art["paragraphs"]:
             ctx = p["context"]
@@ -125,9 +131,12 @@ def verifier_pairs(data: dict, articles: range):
                 others = [x for x in answers_here if x != gold and x not in sent and gold not in x] if sent else []
                 if not sent or not others:
                     continue
-                swap = others[hash(qa["id"]) % len(others)]
-                pairs.append((sent, ctx, 1))
-                pairs.append((sent.replace(gold, swap, 1), ctx, 0))
+                swap = others[sum(map(ord, qa["id"])) % len(others)]
+                pairs.append((sent, ctx, 1, "sentence"))
+                pairs.append((sent.replace(gold, swap, 1), ctx, 0, "sentence"))
+                stem = qa["question"].strip().rstrip("?").strip()
+                pairs.append((f"{stem}: {gold}.", ctx, 1, "statement"))
+                pairs.append((f"{stem}: {swap}.", ctx, 0, "statement"))
     return pairs
 
 
@@ -155,11 +164,11 @@ def verifier(ws: Workspace, fit: bool, max_pairs: int = 1200) -> None:
 
         train = verifier_pairs(data, range(0, half))[:max_pairs]
         x = []
-        for c, s, _ in train:
+        for c, s, _, _ in train:
             sents = split_sentences(s) or [s]
             cos = float((embed(sents) @ embed([c])[0]).max())
             x.append(v.features(c, s, cos))
-        w = fit_logistic(np.array(x), np.array([y for _, _, y in train], dtype=float), l2=1.0)
+        w = fit_logistic(np.array(x), np.array([y for _, _, y, _ in train], dtype=float), l2=1.0)
         weights = {f: round(float(val), 4) for f, val in zip(VERIFIER_FEATURES, w)}
         WEIGHTS_FILE.write_text(json.dumps({"weights": weights, "fitted_on": f"SQuAD v1.1 dev articles 0..{half - 1}: "
                                             "gold answer sentence vs answer swapped for another answer of the paragraph",
@@ -167,17 +176,21 @@ def verifier(ws: Workspace, fit: bool, max_pairs: int = 1200) -> None:
         print(json.dumps({"fitted_verifier": weights, "pairs": len(train)}))
         v.weights = weights
     test = verifier_pairs(data, range(half, len(data["data"])))[:max_pairs]
-    scores = np.array([v.score_pairs([c], [s])[0, 0] for c, s, _ in test])
-    labels = np.array([y for _, _, y in test])
-    pos, neg = scores[labels == 1], scores[labels == 0]
-    auc = float((pos[:, None] > neg[None, :]).mean() + 0.5 * (pos[:, None] == neg[None, :]).mean())
-    print(json.dumps({
-        "verifier_pairs": len(test), "auc": round(auc, 4),
-        "supported_labelled_supported": round(float((pos >= SUPPORTED).mean()), 4),
-        "swapped_labelled_unsupported": round(float((neg < PARTIAL).mean()), 4),
-        "swapped_labelled_supported": round(float((neg >= SUPPORTED).mean()), 4),
-        "accuracy_at_0.5": round(float(((scores >= 0.5) == (labels == 1)).mean()), 4),
-    }))
+    scores = np.array([v.score_pairs([c], [s])[0, 0] for c, s, _, _ in test])
+    labels = np.array([y for _, _, y, _ in test])
+    kinds = np.array([k for _, _, _, k in test])
+    for kind in ("sentence", "statement", "all"):
+        sel = np.ones(len(test), bool) if kind == "all" else kinds == kind
+        pos, neg = scores[sel & (labels == 1)], scores[sel & (labels == 0)]
+        auc = float((pos[:, None] > neg[None, :]).mean() + 0.5 * (pos[:, None] == neg[None, :]).mean())
+        print(json.dumps({
+            "verifier_pairs": int(sel.sum()), "kind": kind, "auc": round(auc, 4),
+            "supported_labelled_supported": round(float((pos >= SUPPORTED).mean()), 4),
+            "supported_labelled_unsupported": round(float((pos < PARTIAL).mean()), 4),
+            "swapped_labelled_unsupported": round(float((neg < PARTIAL).mean()), 4),
+            "swapped_labelled_supported": round(float((neg >= SUPPORTED).mean()), 4),
+            "accuracy_at_0.5": round(float(((scores[sel] >= 0.5) == (labels[sel] == 1)).mean()), 4),
+        }))
 
 
 def main() -> None:

@@ -31,6 +31,8 @@ def badge(answer: Answer) -> str:
 
 
 def render_answer(answer: Answer, query_id: str | None, idx: int) -> None:
+    if answer.models.get("llm_error"):
+        st.warning(escape_md(answer.models["llm_error"]))
     if answer.abstained:
         st.info(answer.text)
         st.caption("Why: " + escape_md(answer.reason))

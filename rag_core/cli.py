@@ -239,6 +239,8 @@ def cmd_ask(args) -> int:
     if args.json:
         print(json.dumps(_answer_row(None, a), ensure_ascii=False))
         return 0
+    if a.models.get("llm_error"):
+        print(f"note: {a.models['llm_error']}", file=sys.stderr)
     print(a.text)
     if a.abstained:
         print(f"\nreason: {a.reason}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -18,6 +18,7 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.runnables import RunnableLambda
 
 from ..config import Settings
+from ..embeddings import MemoEmbed
 from ..grounding.citations import attach_markers, resolve
 from ..grounding.verify import Verifier, answer_sentences, confidence, plain
 from ..models import Answer, KnowledgeBase, ScoredChunk, SearchFilters
@@ -78,23 +79,36 @@ class AnswerEngine:
             yield {"type": "answer", "answer": ans}
             return
         t = time.perf_counter()
+        streamed = False
         if self.chat is not None:
             parts = []
-            for piece in (self._llm_runnable()).stream(self._messages(state)):
-                parts.append(piece)
-                yield {"type": "token", "text": piece}
-            state["draft"] = "".join(parts)
-            state["snippets"] = {}
-        else:
-            state = self._generate(state)
-            for sentence in re.split(r"(?<=\])\s+", state["draft"]):
-                yield {"type": "token", "text": sentence + " "}
+            try:
+                for piece in (self._llm_runnable()).stream(self._messages(state)):
+                    if piece:
+                        parts.append(piece)
+                        yield {"type": "token", "text": piece}
+                state["draft"] = "".join(parts)
+                state["snippets"] = {}
+                streamed = True
+            except Exception as exc:  # noqa: BLE001 - any client/server failure: answer offline instead
+                self._llm_failed(state, exc)
+                yield {"type": "notice", "text": state["models"]["llm_error"]}
+        if not streamed:
+            state = self._generate(state, use_llm=False)
+            for sentence in answer_sentences(state.get("draft", "")):
+                yield {"type": "token", "text": sentence.strip() + " "}
         state["timings"]["generate"] = _ms(t)
         yield {"type": "answer", "answer": self._finish(state)}
 
     # ---- steps -----------------------------------------------------------------------
     def _start(self, req: AnswerRequest) -> dict:
-        return {"req": req, "t0": time.perf_counter(), "timings": {}, "models": self._models()}
+        memo = MemoEmbed(self.embedder.embed_array)
+        return {
+            "req": req, "t0": time.perf_counter(), "timings": {}, "models": self._models(),
+            # one embedding memo per request, shared by the answer step and the verifier
+            "verifier": replace(self.verifier, embed=memo),
+            "extractive": replace(self.extractive, embed=memo),
+        }
 
     def _models(self) -> dict[str, str]:
         m = {"embedding": getattr(self.embedder, "model_id", "?")}
@@ -110,9 +124,12 @@ class AnswerEngine:
         if last_user:
             if self.chat is not None and self.settings.llm_condense:
                 history = "\n".join(f"{role}: {text}" for role, text in req.history[-6:])
-                question = str(
-                    (self._llm_runnable()).invoke(CONDENSE_PROMPT.format(history=history, question=question))
-                ).strip() or question
+                try:
+                    question = str(
+                        (self._llm_runnable()).invoke(CONDENSE_PROMPT.format(history=history, question=question))
+                    ).strip() or question
+                except Exception as exc:  # noqa: BLE001 - keep the user's own words
+                    self._llm_failed(state, exc)
             elif _DEPENDENT.search(question) or len(question.split()) < 5:
                 # Offline: carry the previous question's key terms into a dependent follow-up.
                 extra = [t for t in key_terms(last_user) if t.lower() not in question.lower()]
@@ -156,21 +173,26 @@ class AnswerEngine:
                 )
         return state
 
-    def _generate(self, state: dict) -> dict:
+    def _generate(self, state: dict, use_llm: bool = True) -> dict:
         if state.get("abstain"):
             return state
         t = time.perf_counter()
-        if self.chat is not None:
-            state["draft"] = str(self._llm_runnable().invoke(self._messages(state)))
-            state["snippets"] = {}
-        elif state["retrieved"].lookup_source:
+        if self.chat is not None and use_llm and "llm_error" not in state["models"]:
+            try:
+                state["draft"] = str(self._llm_runnable().invoke(self._messages(state)))
+                state["snippets"] = {}
+                state["timings"]["generate"] = _ms(t)
+                return state
+            except Exception as exc:  # noqa: BLE001
+                self._llm_failed(state, exc)
+        if state["retrieved"].lookup_source:
             srcs = state["sources"]
             state["draft"] = f"Here is {srcs[0].chunk.source}, passage by passage: " + " ".join(
                 f"{' '.join(s.chunk.text.split())[:400]} [{i}]" for i, s in enumerate(srcs[:8], 1)
             )
             state["snippets"] = {}
         else:
-            ex = self.extractive.extract(state["standalone"], state["sources"])
+            ex = state["extractive"].extract(state["standalone"], state["sources"])
             state["draft"], state["snippets"] = ex.text, ex.snippets
             if not ex.text:
                 state["abstain"] = "the matching passages contain no sentence that answers the question"
@@ -185,10 +207,11 @@ class AnswerEngine:
         sources: list[ScoredChunk] = state["sources"]
         draft: str = attach_markers(state["draft"])
         grounded = any(kb.grounded_only for kb in req.kbs)
-        claims, grounding = self.verifier.verify(draft, [s.chunk.text for s in sources])
+        claims, grounding = state["verifier"].verify(draft, [s.chunk.text for s in sources])
         rounds = 0
         while (
             self.chat is not None
+            and not state.get("llm_failed")
             and self.settings.llm_crag
             and rounds < MAX_CRAG_ROUNDS
             and _confidence(claims, grounding, sources) < self.settings.confidence_threshold
@@ -203,7 +226,7 @@ class AnswerEngine:
                 break
             sources = state["sources"] = sources + new[:4]
             draft = str(self._llm_runnable().invoke(self._messages(state)))
-            claims, grounding = self.verifier.verify(draft, [s.chunk.text for s in sources])
+            claims, grounding = state["verifier"].verify(draft, [s.chunk.text for s in sources])
         state["timings"]["crag_rounds"] = rounds
         if grounded:
             kept = [c for c in claims if c.label != "unsupported"]
@@ -211,7 +234,7 @@ class AnswerEngine:
                 return self._abstain(state, "grounded-only: no sentence of the draft answer is supported by the sources")
             if len(kept) < len(claims):
                 draft = _keep_sentences(draft, {c.text for c in kept})
-                claims, grounding = self.verifier.verify(draft, [s.chunk.text for s in sources])
+                claims, grounding = state["verifier"].verify(draft, [s.chunk.text for s in sources])
         res = resolve(draft, sources, state.get("snippets"))
         for c in claims:
             c.cited = [res.mapping[n] for n in c.cited if n in res.mapping]
@@ -222,11 +245,19 @@ class AnswerEngine:
         return Answer(
             question=req.question, text=res.text, citations=res.citations, claims=claims, grounding_score=grounding,
             confidence=conf, abstained=False, invalid_citations=res.invalid, retrieval_score=round(state["best"], 4),
-            mode=self.mode, models=state["models"],
+            mode="extractive" if state.get("llm_failed") else self.mode, models=state["models"],
             timings_ms=state["timings"], standalone_question=state["standalone"],
         )
 
     # ---- helpers ---------------------------------------------------------------------
+    def _llm_failed(self, state: dict, exc: Exception) -> None:
+        """The LLM endpoint failed (timeout, connection, HTTP error): say so, answer offline."""
+        where = self.settings.openai_base_url or "the OpenAI API"
+        state["models"]["llm_error"] = (
+            f"The language model at {where} did not answer ({type(exc).__name__}); "
+            "this answer was composed offline from the sources instead."
+        )
+        state["llm_failed"] = True
     def _abstain(self, state: dict, reason: str) -> Answer:
         req: AnswerRequest = state["req"]
         terms = key_terms(state.get("standalone") or req.question)

@@ -39,6 +39,9 @@ class ExtractiveAnswerer:
     max_passages: int = 4
     relative_cutoff: float = 0.8  # extra sentences must score ≥ this × the best
     max_sentence_chars: int = 600
+    # Embedding a sentence costs ~10 ms on 2 cores: only the lexically most promising ones
+    # go to the model (p95 answer latency is the budget this protects).
+    max_embedded: int = 10
 
     def extract(self, question: str, sources: list[ScoredChunk]) -> Extract:
         cands: list[tuple[int, int, str]] = []  # (source idx, sentence idx, text)
@@ -53,16 +56,19 @@ class ExtractiveAnswerer:
         idf = self.idf(q_terms) if (self.idf and q_terms) else {}
         w = {t: max(idf.get(t, 1.0), 0.05) for t in q_terms}
         total = sum(w.values()) or 1.0
-        vecs = self.embed([question] + [c[2] for c in cands])
-        qv, sv = vecs[0], vecs[1:]
-        cos = sv @ qv
-        scores = np.zeros(len(cands))
+        lexical = np.zeros(len(cands))
         for i, (si, _, s) in enumerate(cands):
             c = sources[si].chunk
             terms = set(analyze(s)) | set(analyze(f"{c.title} {c.section}"))
             cov = sum(w[t] for t in q_terms if t in terms) / total if q_terms else 0.0
             passage = float(sources[si].scores.get("rerank", sources[si].score))
-            scores[i] = W_COS * float(cos[i]) + W_COV * cov + W_PASSAGE * passage
+            lexical[i] = W_COV * cov + W_PASSAGE * passage
+        keep = sorted(np.argsort(-lexical)[: self.max_embedded].tolist())
+        cands = [cands[i] for i in keep]
+        lexical = lexical[keep]
+        vecs = self.embed([question] + [c[2] for c in cands])
+        qv, sv = vecs[0], vecs[1:]
+        scores = W_COS * (sv @ qv) + lexical
         order = list(np.argsort(-scores))
         best = order[0]
         chosen = [best]

@@ -10,7 +10,8 @@ from ..errors import MissingDependency
 
 
 @lru_cache(maxsize=4)
-def _build(model: str, base_url: str | None, api_key: str | None, temperature: float, timeout: float, retries: int):
+def _build(model: str, base_url: str | None, api_key: str | None, temperature: float, timeout: float, retries: int,
+           max_tokens: int):
     try:
         from langchain_openai import ChatOpenAI
     except ImportError as exc:  # pragma: no cover
@@ -23,7 +24,10 @@ def _build(model: str, base_url: str | None, api_key: str | None, temperature: f
         temperature=temperature,
         timeout=timeout,
         max_retries=retries,
+        # A looping small model must not run until the timeout.
+        max_tokens=max_tokens,
         streaming=True,
+        stream_usage=True,  # token counts also when streaming from a custom base_url
     )
 
 
@@ -33,5 +37,5 @@ def make_chat_model(settings: Settings):
         return None
     return _build(
         settings.llm_model, settings.openai_base_url, settings.openai_api_key,
-        settings.llm_temperature, settings.llm_timeout, settings.llm_retries,
+        settings.llm_temperature, settings.llm_timeout, settings.llm_retries, settings.llm_max_tokens,
     )

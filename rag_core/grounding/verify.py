@@ -99,9 +99,13 @@ class Verifier:
         """support[i, j] of claim i by source j."""
         if not claims or not sources:
             return np.zeros((len(claims), len(sources)))
+        # A claim that is a verbatim span of a source (an extractive answer's sentences are)
+        # is supported by it by definition: no model needed for that pair.
+        norm_src = [" ".join(s.split()).lower() for s in sources]
+        verbatim = np.array([[" ".join(c.split()).lower().rstrip(".!?…") in s for s in norm_src] for c in claims])
         cos = np.zeros((len(claims), len(sources)))
-        if self.embed is not None:
-            sent_lists = [split_sentences(s) or [s] for s in sources]
+        if self.embed is not None and not verbatim.any(axis=1).all():
+            sent_lists = [[" ".join(x.split()) for x in split_sentences(s)] or [s] for s in sources]
             flat = [x for sl in sent_lists for x in sl]
             vecs = self.embed(claims + flat)
             cv, sv = vecs[: len(claims)], vecs[len(claims) :]
@@ -115,6 +119,9 @@ class Verifier:
         out = np.zeros((len(claims), len(sources)))
         for i, c in enumerate(claims):
             for j, s in enumerate(sources):
+                if verbatim[i, j]:
+                    out[i, j] = 1.0
+                    continue
                 z = float(self.features(c, s, cos[i, j]) @ wv)
                 out[i, j] = 1.0 / (1.0 + np.exp(-z))
         return out

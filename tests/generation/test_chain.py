@@ -142,3 +142,24 @@ def test_follow_up_is_condensed(ws):
     # offline: the previous question's key terms are carried over
     b = ws.ask(["facts"], "how often does it orbit?", history=[("user", "Tell me about the Moon"), ("assistant", "...")])
     assert "moon" in b.standalone_question.lower() and "27.3" in b.text
+
+
+class BrokenChat(FakeListChatModel):
+    """Stands in for an endpoint that fails (timeout, connection refused)."""
+
+    def _call(self, *a, **k):
+        raise TimeoutError("simulated timeout")
+
+    def _stream(self, *a, **k):
+        raise TimeoutError("simulated timeout")
+        yield  # pragma: no cover
+
+
+def test_llm_failure_falls_back_to_an_offline_answer(ws):
+    eng = engine(ws, BrokenChat(responses=["never"]))
+    a = eng.answer(ws.answer_request(["facts"], "What is the capital of France?"))
+    assert a.mode == "extractive" and "Paris is the capital of France" in a.text
+    assert "did not answer" in a.models["llm_error"]
+    events = list(eng.stream(ws.answer_request(["facts"], "What is the capital of France?")))
+    assert any(e["type"] == "notice" for e in events)
+    assert events[-1]["answer"].mode == "extractive" and events[-1]["answer"].citations
