@@ -137,6 +137,13 @@ def verifier_pairs(data: dict, articles: range):
                 stem = qa["question"].strip().rstrip("?").strip()
                 pairs.append((f"{stem}: {gold}.", ctx, 1, "statement"))
                 pairs.append((f"{stem}: {swap}.", ctx, 0, "statement"))
+    # "unrelated": a true sentence about something else (another pair's claim, shifted by
+    # one article) checked against this source — the plain hallucination case.
+    step = max(1, len(pairs) // 7) | 1
+    for k in range(0, len(pairs), 4):
+        other = pairs[(k + step * 4) % len(pairs)]
+        if other[1] != pairs[k][1]:
+            pairs.append((other[0], pairs[k][1], 0, "unrelated"))
     return pairs
 
 
@@ -162,26 +169,32 @@ def verifier(ws: Workspace, fit: bool, max_pairs: int = 1200) -> None:
     if fit:
         from benchmarks.train_reranker import fit_logistic
 
-        train = verifier_pairs(data, range(0, half))[:max_pairs]
+        train = verifier_pairs(data, range(0, half))
+        random.Random(1).shuffle(train)
+        train = train[:max_pairs]
         x = []
         for c, s, _, _ in train:
-            sents = split_sentences(s) or [s]
-            cos = float((embed(sents) @ embed([c])[0]).max())
-            x.append(v.features(c, s, cos))
+            sents = [" ".join(t.split()) for t in split_sentences(s)] or [s]
+            sims = embed(sents) @ embed([c])[0]
+            x.append(v.features(c, s, float(sims.max()), sents[int(sims.argmax())]))
         w = fit_logistic(np.array(x), np.array([y for _, _, y, _ in train], dtype=float), l2=1.0)
         weights = {f: round(float(val), 4) for f, val in zip(VERIFIER_FEATURES, w)}
         WEIGHTS_FILE.write_text(json.dumps({"weights": weights, "fitted_on": f"SQuAD v1.1 dev articles 0..{half - 1}: "
-                                            "gold answer sentence vs answer swapped for another answer of the paragraph",
+                                            "gold answer sentence, and the question+answer as a statement, each vs the answer swapped for another answer of the paragraph; plus unrelated true sentences as negatives",
                                             "command": "python benchmarks/answer_quality.py --data-dir DIR --fit"}, indent=2) + "\n")
         print(json.dumps({"fitted_verifier": weights, "pairs": len(train)}))
         v.weights = weights
-    test = verifier_pairs(data, range(half, len(data["data"])))[:max_pairs]
+    test = verifier_pairs(data, range(half, len(data["data"])))
+    random.Random(2).shuffle(test)
+    test = test[:max_pairs]
     scores = np.array([v.score_pairs([c], [s])[0, 0] for c, s, _, _ in test])
     labels = np.array([y for _, _, y, _ in test])
     kinds = np.array([k for _, _, _, k in test])
-    for kind in ("sentence", "statement", "all"):
+    for kind in ("sentence", "statement", "unrelated", "all"):
         sel = np.ones(len(test), bool) if kind == "all" else kinds == kind
         pos, neg = scores[sel & (labels == 1)], scores[sel & (labels == 0)]
+        if kind == "unrelated":  # negatives only: compare with all positives
+            pos = scores[labels == 1]
         auc = float((pos[:, None] > neg[None, :]).mean() + 0.5 * (pos[:, None] == neg[None, :]).mean())
         print(json.dumps({
             "verifier_pairs": int(sel.sum()), "kind": kind, "auc": round(auc, 4),

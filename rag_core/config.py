@@ -60,7 +60,8 @@ class Settings(BaseSettings):
     llm_condense: bool = True  # rewrite follow-ups as standalone questions
     llm_multi_query: bool = False  # search with LLM paraphrases too, fuse the rankings
     llm_hyde: bool = False  # search with a hypothetical answer's embedding
-    llm_verify: bool = False  # the LLM judges claims the offline verifier is unsure about
+    llm_relevance_check: bool = False  # the LLM confirms the passages hold an answer before writing one
+    llm_verify: bool = False  # the LLM judges claims the offline verifier did not find supported
     llm_crag: bool = True  # corrective retrieval when confidence is low (at most 2 rounds)
 
     # Answering: below this reranker probability of the best passage, abstain. Calibrated

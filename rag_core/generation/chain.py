@@ -20,12 +20,12 @@ from langchain_core.runnables import RunnableLambda
 from ..config import Settings
 from ..embeddings import MemoEmbed
 from ..grounding.citations import attach_markers, resolve
-from ..grounding.verify import Verifier, answer_sentences, confidence, plain
+from ..grounding.verify import Verifier, answer_sentences, confidence, grounding_score, plain
 from ..models import Answer, KnowledgeBase, ScoredChunk, SearchFilters
 from ..retrieval.fusion import fuse_ranked
 from ..retrieval.query import key_terms
 from .extractive import ExtractiveAnswerer
-from .prompts import CONDENSE_PROMPT, system_prompt, user_message
+from .prompts import CONDENSE_PROMPT, HYDE_PROMPT, RELEVANCE_TASK, VERIFY_PROMPT, neutralise, system_prompt, user_message
 
 ABSTAIN_TEXT = "I don't have information about that in the selected knowledge bases."
 _DEPENDENT = re.compile(r"\b(it|its|they|them|their|this|that|these|those|he|she|him|her|his|hers|there)\b", re.I)
@@ -144,9 +144,18 @@ class AnswerEngine:
         t = time.perf_counter()
         settings = req.kbs[0].retrieval
         queries = [state["standalone"]]
-        if self.chat is not None and self.settings.llm_multi_query:
-            queries += self._paraphrases(state["standalone"])
-        runs = [self.retrieval.run(q, req.filters, settings) for q in queries]
+        llm_ok = self.chat is not None and "llm_error" not in state["models"]
+        if llm_ok and self.settings.llm_multi_query:
+            queries += self._guard(state, lambda: self._paraphrases(state["standalone"]), [])
+        qvec = None
+        if llm_ok and self.settings.llm_hyde:
+            # HyDE: a hypothetical answer is closer in embedding space to real answers than
+            # the question is; keywords still come from the question itself.
+            hypo = self._guard(state, lambda: str(self._llm_runnable().invoke(HYDE_PROMPT.format(question=queries[0]))), "")
+            if hypo.strip():
+                qvec = self.embedder.embed_array([hypo])[0]
+        runs = [self.retrieval.run(q, req.filters, settings, query_vector=qvec if i == 0 else None)
+                for i, q in enumerate(queries)]
         retrieved = runs[0]
         if len(runs) > 1:
             retrieved.results = _rrf_merge([r.results for r in runs], settings.top_k)
@@ -171,6 +180,11 @@ class AnswerEngine:
                     f"the closest passage is a weak match (relevance {best:.2f}, "
                     f"below the {self.settings.answer_threshold:.2f} needed to answer)"
                 )
+        if (not state.get("abstain") and self.chat is not None and self.settings.llm_relevance_check
+                and "llm_error" not in state["models"]):
+            verdict = self._guard(state, lambda: str(self._llm_runnable().invoke(self._messages(state, RELEVANCE_TASK))), "yes")
+            if verdict.strip().lower().startswith("no"):
+                state["abstain"] = "the language model found no answer to the question in the retrieved passages"
         return state
 
     def _generate(self, state: dict, use_llm: bool = True) -> dict:
@@ -228,6 +242,8 @@ class AnswerEngine:
             draft = str(self._llm_runnable().invoke(self._messages(state)))
             claims, grounding = state["verifier"].verify(draft, [s.chunk.text for s in sources])
         state["timings"]["crag_rounds"] = rounds
+        if self.chat is not None and self.settings.llm_verify and "llm_error" not in state["models"]:
+            claims, grounding = self._llm_judge(state, claims, sources)
         if grounded:
             kept = [c for c in claims if c.label != "unsupported"]
             if not kept:
@@ -277,9 +293,32 @@ class AnswerEngine:
     def _llm_runnable(self):
         return self.chat | StrOutputParser()
 
-    def _messages(self, state: dict) -> list:
+    def _guard(self, state: dict, call, fallback):
+        """An optional LLM step that fails is skipped, with the failure noted on the answer."""
+        try:
+            return call()
+        except Exception as exc:  # noqa: BLE001
+            self._llm_failed(state, exc)
+            return fallback
+
+    def _messages(self, state: dict, task: str | None = None) -> list:
         req: AnswerRequest = state["req"]
-        return [SystemMessage(system_prompt(req.kbs)), HumanMessage(user_message(state["standalone"], state["sources"]))]
+        user = user_message(state["standalone"], state["sources"])
+        return [SystemMessage(system_prompt(req.kbs)), HumanMessage(f"{user}\n\n{task}" if task else user)]
+
+    def _llm_judge(self, state: dict, claims, sources: list[ScoredChunk]):
+        """The LLM re-judges claims the offline verifier did not find supported."""
+        for c in claims:
+            if c.label == "supported":
+                continue
+            cited = [sources[n - 1].chunk.text for n in c.cited if 1 <= n <= len(sources)] or [s.chunk.text for s in sources[:3]]
+            prompt = VERIFY_PROMPT.format(claim=neutralise(c.text), sources="\n\n".join(neutralise(t) for t in cited))
+            verdict = self._guard(state, lambda: str(self._llm_runnable().invoke(prompt)), "").strip().upper()
+            for label, score in (("UNSUPPORTED", 0.1), ("PARTIAL", 0.5), ("SUPPORTED", 0.9)):
+                if verdict.startswith(label):
+                    c.label, c.score = label.lower(), score
+                    break
+        return claims, grounding_score(claims)
 
     def _paraphrases(self, question: str) -> list[str]:
         prompt = (

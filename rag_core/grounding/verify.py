@@ -34,9 +34,9 @@ from .citations import MARKER, attach_markers, markers_in
 
 SUPPORTED = 0.6
 PARTIAL = 0.35
-VERIFIER_FEATURES = ("bias", "coverage", "novel", "bigrams", "cosine")
+VERIFIER_FEATURES = ("bias", "coverage", "coverage_best", "novel_best", "bigrams", "cosine")
 WEIGHTS_FILE = Path(__file__).with_name("verifier_weights.json")
-FALLBACK_WEIGHTS = {"bias": -4.0, "coverage": 4.0, "novel": -6.0, "bigrams": 1.5, "cosine": 4.0}
+FALLBACK_WEIGHTS = {"bias": -4.0, "coverage": 2.0, "coverage_best": 2.0, "novel_best": -6.0, "bigrams": 1.5, "cosine": 4.0}
 
 # Capitalised words not at the sentence start, and numbers: what a swapped fact changes.
 _ENTITY = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][\w\-]+|\b\d[\d,.]*\b")
@@ -78,22 +78,27 @@ class Verifier:
     idf: Callable[[Sequence[str]], dict[str, float]] | None = None
     weights: dict[str, float] | None = None
 
-    def features(self, claim: str, source: str, cos: float) -> np.ndarray:
+    def features(self, claim: str, source: str, cos: float, best: str | None = None) -> np.ndarray:
+        """`best` is the source sentence closest to the claim: a fact swapped for another
+        name *from the same passage* is still "in the source", but not in that sentence."""
         c_terms = analyze(claim)
         uniq = list(dict.fromkeys(c_terms))
         s_terms = analyze(source)
         s_set = set(s_terms)
+        best = best if best is not None else source
+        b_set = set(analyze(best))
         idf = self.idf(uniq) if (self.idf and uniq) else {}
         w = {t: max(idf.get(t, 1.0), 0.05) for t in uniq}
         total = sum(w.values()) or 1.0
         coverage = sum(w[t] for t in uniq if t in s_set) / total if uniq else 0.0
+        coverage_best = sum(w[t] for t in uniq if t in b_set) / total if uniq else 0.0
         ents = _entities(claim)
-        src_low = source.lower()
+        best_low = best.lower()
         # One swapped name or number is enough to make a claim false: any, not a share.
-        novel = 1.0 if any(e not in src_low for e in ents) else 0.0
+        novel_best = 1.0 if any(e not in best_low for e in ents) else 0.0
         c_bi = set(zip(c_terms, c_terms[1:]))
         bigrams = len(c_bi & set(zip(s_terms, s_terms[1:]))) / len(c_bi) if c_bi else coverage
-        return np.array([1.0, coverage, novel, bigrams, cos])
+        return np.array([1.0, coverage, coverage_best, novel_best, bigrams, cos])
 
     def score_pairs(self, claims: list[str], sources: list[str]) -> np.ndarray:
         """support[i, j] of claim i by source j."""
@@ -103,16 +108,20 @@ class Verifier:
         # is supported by it by definition: no model needed for that pair.
         norm_src = [" ".join(s.split()).lower() for s in sources]
         verbatim = np.array([[" ".join(c.split()).lower().rstrip(".!?…") in s for s in norm_src] for c in claims])
+        sent_lists = [[" ".join(x.split()) for x in split_sentences(s)] or [s] for s in sources]
         cos = np.zeros((len(claims), len(sources)))
+        best = [[sl[0] for sl in sent_lists] for _ in claims]
         if self.embed is not None and not verbatim.any(axis=1).all():
-            sent_lists = [[" ".join(x.split()) for x in split_sentences(s)] or [s] for s in sources]
             flat = [x for sl in sent_lists for x in sl]
             vecs = self.embed(claims + flat)
             cv, sv = vecs[: len(claims)], vecs[len(claims) :]
             sims = cv @ sv.T
             at = 0
             for j, sl in enumerate(sent_lists):
-                cos[:, j] = sims[:, at : at + len(sl)].max(axis=1)
+                block = sims[:, at : at + len(sl)]
+                cos[:, j] = block.max(axis=1)
+                for i in range(len(claims)):
+                    best[i][j] = sl[int(block[i].argmax())]
                 at += len(sl)
         weights = self.weights or load_verifier_weights()
         wv = np.array([weights[f] for f in VERIFIER_FEATURES])
@@ -122,7 +131,7 @@ class Verifier:
                 if verbatim[i, j]:
                     out[i, j] = 1.0
                     continue
-                z = float(self.features(c, s, cos[i, j]) @ wv)
+                z = float(self.features(c, s, cos[i, j], best[i][j]) @ wv)
                 out[i, j] = 1.0 / (1.0 + np.exp(-z))
         return out
 

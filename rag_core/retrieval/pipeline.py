@@ -55,6 +55,7 @@ class RetrievalPipeline:
         mode: str = "hybrid",
         rerank: bool | None = None,
         k: int | None = None,
+        query_vector: np.ndarray | None = None,
     ) -> Retrieved:
         t0 = time.perf_counter()
         pq = parse(query)
@@ -78,7 +79,8 @@ class RetrievalPipeline:
         if use_mmr:
             pool = max(pool, top_k * 3)  # MMR needs room to trade relevance for novelty
         sr = candidate_search(
-            self.store, self.embedder, pq.text, pool, filters, mode=mode, alpha=settings.alpha, fusion=settings.fusion
+            self.store, self.embedder, pq.text, pool, filters, mode=mode, alpha=settings.alpha, fusion=settings.fusion,
+            query_vector=query_vector,
         )
         timings.update(sr.timings_ms)
         cands = sr.results

@@ -163,3 +163,49 @@ def test_llm_failure_falls_back_to_an_offline_answer(ws):
     events = list(eng.stream(ws.answer_request(["facts"], "What is the capital of France?")))
     assert any(e["type"] == "notice" for e in events)
     assert events[-1]["answer"].mode == "extractive" and events[-1]["answer"].citations
+
+
+def engine_with(ws, chat, **flags) -> AnswerEngine:
+    off = {"llm_crag": False, "llm_condense": False, "llm_multi_query": False, "llm_hyde": False,
+           "llm_relevance_check": False, "llm_verify": False}
+    return AnswerEngine(ws.retrieval, ws.embedder, ws.store, ws.settings.model_copy(update={**off, **flags}), chat=chat)
+
+
+def test_relevance_check_can_veto(ws):
+    chat = RecordingChat(responses=["no"])
+    a = engine_with(ws, chat, llm_relevance_check=True).answer(ws.answer_request(["facts"], "What is the capital of France?"))
+    assert a.abstained and "language model found no answer" in a.reason
+    chat = FakeListChatModel(responses=["yes", "Paris is the capital of France [1]."])
+    b = engine_with(ws, chat, llm_relevance_check=True).answer(ws.answer_request(["facts"], "What is the capital of France?"))
+    assert not b.abstained and b.citations[0].source == "paris.md"
+
+
+def test_hyde_and_multi_query_feed_retrieval(ws):
+    chat = RecordingChat(responses=["What is the chief city of France?\nWhich city is France's capital?",
+                                    "The capital city of France is Paris, on the Seine.",
+                                    "Paris is the capital of France [1]."])
+    chat.seen.clear()
+    a = engine_with(ws, chat, llm_multi_query=True, llm_hyde=True).answer(
+        ws.answer_request(["facts"], "What is the capital of France?"))
+    assert len(chat.seen) == 3  # paraphrases, hypothetical passage, answer
+    assert a.citations[0].source == "paris.md" and not a.abstained
+
+
+def test_llm_verification_overrides_offline_labels(ws):
+    chat = FakeListChatModel(responses=["Paris is where the French government sits [1].", "SUPPORTED"])
+    a = engine_with(ws, chat, llm_verify=True).answer(ws.answer_request(["facts"], "What is the capital of France?"))
+    assert a.claims[0].label == "supported" and a.grounding_score == 1.0
+
+
+def test_corrective_retrieval_regenerates_when_confidence_is_low(ws):
+    from dataclasses import replace
+
+    chat = RecordingChat(responses=["The Moon orbits the Earth every 27.3 days [1].",
+                                    "Paris is the capital of France [1]. The Moon orbits the Earth every 27.3 days [2]."])
+    chat.seen.clear()
+    req = ws.answer_request(["facts"], "What is the capital of France?")
+    req.kbs = [replace(req.kbs[0], retrieval=replace(req.kbs[0].retrieval, top_k=1))]  # one passage: paris.md
+    a = engine_with(ws, chat, llm_crag=True).answer(req)
+    assert len(chat.seen) >= 2  # a second generation after re-retrieval
+    assert a.timings_ms["crag_rounds"] >= 1
+    assert a.grounding_score == 1.0
