@@ -76,7 +76,9 @@ def answers(ws: Workspace, n: int) -> None:
     data = json.loads((SQUAD / "dev-v2.0-reconstructed.json").read_text())
     build_kb(ws, data)
     answerable, impossible = sample_questions(data, n)
-    ws.settings.answer_threshold = 0.0  # decide afterwards, per threshold, from the recorded scores
+    # decide afterwards, per threshold pair, from the recorded scores
+    ws.settings.answer_threshold = 0.0
+    ws.settings.evidence_threshold = 0.0
     rows = []
     lat = []
     invalid = 0
@@ -94,7 +96,7 @@ def answers(ws: Workspace, n: int) -> None:
                 chunk = ws.store.get_chunks([c.chunk_id])
                 if not chunk or c.snippet.split()[0] not in chunk[0].text:
                     invalid += 1
-            rows.append({"label": label, "score": a.retrieval_score, "abstained": a.abstained,
+            rows.append({"label": label, "score": a.retrieval_score, "evidence": a.evidence_score, "abstained": a.abstained,
                          "correct": ok_text and ok_cite, "text_ok": ok_text, "cite_ok": ok_cite,
                          "grounding": a.grounding_score})
     print(json.dumps({"questions": len(rows), "citations": cites, "invalid_citations": invalid,
@@ -104,12 +106,19 @@ def answers(ws: Workspace, n: int) -> None:
     print(json.dumps({"answerable_correct_if_never_abstaining": round(sum(r["correct"] for r in A) / len(A), 4),
                       "answer_text_ok": round(sum(r["text_ok"] for r in A) / len(A), 4),
                       "gold_paragraph_cited": round(sum(r["cite_ok"] for r in A) / len(A), 4)}))
-    for t in [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]:
-        ans_ok = sum(1 for r in A if r["score"] >= t and r["correct"]) / len(A)
-        abst = sum(1 for r in U if r["score"] < t) / len(U)
-        answered_a = sum(1 for r in A if r["score"] >= t) / len(A)
-        print(json.dumps({"threshold": t, "answerable_correct": round(ans_ok, 4), "answerable_answered": round(answered_a, 4),
-                          "unanswerable_abstained": round(abst, 4)}))
+    def curve(t_pass: float, t_ev: float) -> dict:
+        ok = lambda r: r["score"] >= t_pass and r["evidence"] >= t_ev  # noqa: E731
+        return {"answer_threshold": t_pass, "evidence_threshold": t_ev,
+                "answerable_correct": round(sum(1 for r in A if ok(r) and r["correct"]) / len(A), 4),
+                "answerable_answered": round(sum(1 for r in A if ok(r)) / len(A), 4),
+                "unanswerable_abstained": round(sum(1 for r in U if not ok(r)) / len(U), 4)}
+
+    for t in [0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7]:
+        print(json.dumps(curve(t, 0.0)))
+    for te in [0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75]:
+        print(json.dumps(curve(0.02, te)))
+    fields = type(ws.settings).model_fields
+    print(json.dumps({"defaults": curve(fields["answer_threshold"].default, fields["evidence_threshold"].default)}))
 
 
 def verifier_pairs(data: dict, articles: range):
@@ -212,10 +221,12 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=500, help="answerable and unanswerable questions each")
     ap.add_argument("--fit", action="store_true", help="fit and write the verifier weights first")
     ap.add_argument("--skip-answers", action="store_true")
+    ap.add_argument("--skip-verifier", action="store_true")
     args = ap.parse_args()
     ws = Workspace(get_settings(args.data_dir))
     print(json.dumps({"mode": ws.answers.mode, "n_each": args.n}))
-    verifier(ws, args.fit)
+    if not args.skip_verifier:
+        verifier(ws, args.fit)
     if not args.skip_answers:
         answers(ws, args.n)
 

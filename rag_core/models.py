@@ -196,6 +196,7 @@ class Answer:
     suggestions: list[str] = field(default_factory=list)
     invalid_citations: int = 0
     retrieval_score: float = 0.0  # best passage's reranker probability (or fused score)
+    evidence_score: float = 0.0  # extractive mode: the best answer sentence's score
     mode: Literal["llm", "extractive"] = "extractive"
     models: dict[str, str] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)

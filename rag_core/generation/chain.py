@@ -208,8 +208,14 @@ class AnswerEngine:
         else:
             ex = state["extractive"].extract(state["standalone"], state["sources"])
             state["draft"], state["snippets"] = ex.text, ex.snippets
+            state["evidence"] = ex.best_score
             if not ex.text:
                 state["abstain"] = "the matching passages contain no sentence that answers the question"
+            elif ex.best_score < self.settings.evidence_threshold:
+                state["abstain"] = (
+                    f"no sentence in the matching passages answers the question well enough "
+                    f"(best {ex.best_score:.2f}, below the {self.settings.evidence_threshold:.2f} needed)"
+                )
         state["timings"]["generate"] = _ms(t)
         return state
 
@@ -261,6 +267,7 @@ class AnswerEngine:
         return Answer(
             question=req.question, text=res.text, citations=res.citations, claims=claims, grounding_score=grounding,
             confidence=conf, abstained=False, invalid_citations=res.invalid, retrieval_score=round(state["best"], 4),
+            evidence_score=round(state.get("evidence", 0.0), 4),
             mode="extractive" if state.get("llm_failed") else self.mode, models=state["models"],
             timings_ms=state["timings"], standalone_question=state["standalone"],
         )
@@ -285,7 +292,7 @@ class AnswerEngine:
         state["timings"]["total"] = _ms(state["t0"])
         return Answer(
             question=req.question, text=ABSTAIN_TEXT, abstained=True, reason=reason, suggestions=suggestions,
-            retrieval_score=round(state.get("best", 0.0), 4),
+            retrieval_score=round(state.get("best", 0.0), 4), evidence_score=round(state.get("evidence", 0.0), 4),
             mode=self.mode, models=state["models"], timings_ms=state["timings"],
             standalone_question=state.get("standalone", req.question),
         )
