@@ -22,7 +22,7 @@ from ..embeddings import MemoEmbed
 from ..grounding.citations import attach_markers, resolve
 from ..grounding.verify import Verifier, answer_sentences, confidence, grounding_score, plain
 from ..models import Answer, KnowledgeBase, ScoredChunk, SearchFilters
-from ..retrieval.fusion import fuse_ranked
+from ..retrieval.fusion import RRF_K
 from ..retrieval.query import key_terms
 from .extractive import ExtractiveAnswerer
 from .prompts import CONDENSE_PROMPT, HYDE_PROMPT, RELEVANCE_TASK, VERIFY_PROMPT, neutralise, system_prompt, user_message
@@ -336,13 +336,15 @@ class AnswerEngine:
 
 
 def _rrf_merge(lists: list[list[ScoredChunk]], k: int) -> list[ScoredChunk]:
-    by_id = {r.chunk.chunk_id: r for lst in lists for r in lst}
-    ranked = [(r.chunk.chunk_id, r.score) for r in lists[0]]
-    fused = dict(fuse_ranked(ranked, [], 0.0, "rrf"))
-    for lst in lists[1:]:
-        for cid, s in fuse_ranked([(r.chunk.chunk_id, r.score) for r in lst], [], 0.0, "rrf"):
-            fused[cid] = fused.get(cid, 0.0) + s
-    return [by_id[cid] for cid, _ in sorted(fused.items(), key=lambda kv: -kv[1])[:k]]
+    """Reciprocal rank fusion of the rankings of several phrasings of one question."""
+    by_id: dict[str, ScoredChunk] = {}
+    score: dict[str, float] = {}
+    for lst in lists:
+        for rank, r in enumerate(lst, 1):
+            cid = r.chunk.chunk_id
+            by_id.setdefault(cid, r)
+            score[cid] = score.get(cid, 0.0) + 1.0 / (RRF_K + rank)
+    return [by_id[cid] for cid, _ in sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))[:k]]
 
 
 def _keep_sentences(text: str, keep: set[str]) -> str:
