@@ -43,6 +43,10 @@ class Settings(BaseSettings):
     max_pages: int = Field(default=5000, ge=1)
     max_chunks_per_doc: int = Field(default=20000, ge=1)
     max_files_per_batch: int = Field(default=500, ge=1)
+    # Files are parsed in a worker process with these limits (0 s = parse in-process, for
+    # debugging); a file that exceeds them fails alone with its reason.
+    ingest_timeout_s: float = Field(default=120.0, ge=0)
+    ingest_memory_mb: int = Field(default=2048, ge=256)
 
     # Identity used when the UI/CLI has no auth in front of it (issue: access control).
     user: str | None = None

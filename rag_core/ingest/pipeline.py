@@ -24,6 +24,7 @@ from ..embeddings import text_key
 from ..errors import GroundworkError, LoadError
 from ..models import Chunk, Document, FileReport, KnowledgeBase, LoadedDocument
 from .chunker import chunk_document
+from .isolation import IsolatedLoader
 from .loaders import SUPPORTED_EXTENSIONS, load_file
 
 # Chunks embedded per model call group: big enough that length-sorted batches pad little,
@@ -70,6 +71,14 @@ class Ingestor:
         self.appdb = appdb
         self.store = store
         self.embedder = embedder
+        self._isolated = (
+            IsolatedLoader(settings.ingest_timeout_s, settings.ingest_memory_mb) if settings.ingest_timeout_s > 0 else None
+        )
+
+    def load(self, path: Path, name: str) -> list[LoadedDocument]:
+        if self._isolated is None:
+            return load_file(path, display_name=name, max_pages=self.settings.max_pages)
+        return self._isolated.load(path, name, self.settings.max_pages)
 
     # ---- recovery --------------------------------------------------------------------
     def recover_interrupted(self) -> int:
@@ -160,7 +169,7 @@ class Ingestor:
                     file=name, status="duplicate", reason=f"same content as '{dup.source}'", doc_ids=[dup.doc_id],
                     pages=dup.pages, chunks=dup.chunks,
                 )
-        loaded = load_file(path, display_name=name, max_pages=self.settings.max_pages)
+        loaded = self.load(path, name)
         report = FileReport(file=name, status="ingested")
         new_docs = 0
         # Records (JSONL) are many small documents: chunk a group, embed it in one batch.

@@ -1,0 +1,88 @@
+"""Untrusted files are parsed in a separate worker process with a memory cap and a time
+limit, so a decompression bomb, a parser bug that loops, or a file that needs gigabytes
+fails alone, with a reason, and never takes the app or the rest of the batch with it.
+
+One worker is reused across files (starting Python and importing the parsers costs ~1 s);
+it is killed and restarted only after a file broke it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import resource
+from pathlib import Path
+
+from ..errors import LoadError
+from ..models import LoadedDocument
+
+
+def _serve(conn, memory_mb: int) -> None:  # pragma: no cover - runs in the child process
+    limit = memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    import logging
+
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
+    from .loaders import load_file
+
+    while True:
+        try:
+            req = conn.recv()
+        except EOFError:
+            return
+        path, name, max_pages = req
+        try:
+            conn.send(("ok", load_file(Path(path), display_name=name, max_pages=max_pages)))
+        except LoadError as exc:
+            conn.send(("error", str(exc)))
+        except MemoryError:
+            conn.send(("error", f"reading it needs more than the {memory_mb} MB memory limit"))
+        except RecursionError:
+            conn.send(("error", "the file is nested too deeply to read"))
+        except Exception as exc:  # noqa: BLE001 - a parser bug on this file, not ours to crash on
+            conn.send(("error", f"could not be read ({type(exc).__name__})"))
+
+
+class IsolatedLoader:
+    def __init__(self, timeout_s: float = 120.0, memory_mb: int = 2048):
+        self.timeout_s = timeout_s
+        self.memory_mb = memory_mb
+        self._proc = None
+        self._conn = None
+
+    def _ensure(self) -> None:
+        if self._proc is not None and self._proc.is_alive():
+            return
+        # spawn, not fork: the parent holds onnxruntime threads, and forking a threaded
+        # process can deadlock the child.
+        ctx = mp.get_context("spawn")
+        parent, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_serve, args=(child, self.memory_mb), daemon=True)
+        self._proc.start()
+        child.close()
+        self._conn = parent
+
+    def _kill(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.join(timeout=5)
+        self._proc = self._conn = None
+
+    def load(self, path: Path, name: str, max_pages: int) -> list[LoadedDocument]:
+        self._ensure()
+        self._conn.send((str(path), name, max_pages))
+        if not self._conn.poll(self.timeout_s):
+            self._kill()
+            raise LoadError(f"reading it took longer than {self.timeout_s:.0f} s; skipped (RAG_INGEST_TIMEOUT_S)")
+        try:
+            status, payload = self._conn.recv()
+        except (EOFError, OSError):
+            self._kill()
+            raise LoadError(
+                f"the reader crashed on this file (it may need more than the {self.memory_mb} MB memory limit)"
+            ) from None
+        if status == "error":
+            raise LoadError(payload)
+        return payload
+
+    def close(self) -> None:
+        self._kill()
