@@ -109,6 +109,16 @@ def cmd_delete(args) -> int:
     return 0
 
 
+def _identity(args) -> dict:
+    """--user/--groups, else RAG_USER/RAG_GROUPS; with an identity, ACLs are enforced."""
+    out = {}
+    if getattr(args, "user", None):
+        out["user"] = args.user
+    if getattr(args, "groups", None):
+        out["groups"] = [g.strip() for g in args.groups.split(",") if g.strip()]
+    return out
+
+
 def _read_jsonl(path: Path, what: str) -> list[dict]:
     if not path.exists():
         raise GroundworkError(f"{what} file not found: {path}")
@@ -145,7 +155,8 @@ def cmd_search(args) -> int:
             qid = rec.get("id", rec.get("_id"))
             text = rec.get("question") or rec.get("text") or ""
             t = time.perf_counter()
-            res = ws.search(kb_names, text, k=args.top_k, mode=args.mode, rerank=False if args.no_rerank else None)
+            res = ws.search(kb_names, text, k=args.top_k, mode=args.mode, rerank=False if args.no_rerank else None,
+                            **_identity(args))
             latencies.append((time.perf_counter() - t) * 1000)
             row = {
                 "id": qid,
@@ -227,7 +238,7 @@ def cmd_ask(args) -> int:
             for rec in rows:
                 qid = rec.get("id", rec.get("_id"))
                 try:
-                    a = ws.ask(kb_names, rec.get("question") or rec.get("text") or "")
+                    a = ws.ask(kb_names, rec.get("question") or rec.get("text") or "", **_identity(args))
                     fh.write(json.dumps(_answer_row(qid, a), ensure_ascii=False) + "\n")
                 except GroundworkError as exc:  # one bad question does not stop the batch
                     fh.write(json.dumps({"id": qid, "error": str(exc)}) + "\n")
@@ -235,7 +246,7 @@ def cmd_ask(args) -> int:
         return 0
     if not args.question:
         raise GroundworkError('give a question: ask --kb NAME "QUESTION"')
-    a = ws.ask(kb_names, args.question)
+    a = ws.ask(kb_names, args.question, **_identity(args))
     if args.json:
         print(json.dumps(_answer_row(None, a), ensure_ascii=False))
         return 0
@@ -280,6 +291,8 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-dir", default=None, help="data folder (default $RAG_DATA_DIR or ./.groundwork)")
     common.add_argument("--json", action="store_true", help="print JSON")
+    common.add_argument("--user", default=None, help="act as this user (ACLs apply); default $RAG_USER")
+    common.add_argument("--groups", default=None, help="comma-separated groups of that user; default $RAG_GROUPS")
 
     p = argparse.ArgumentParser(prog="python -m rag_core", description="Groundwork: chat with your documents.",
                                 parents=[common])

@@ -104,3 +104,21 @@ def test_jsonl_ids_in_search_output(data, tmp_path):
     run(data, "search", "--kb", "corpus", "--queries", str(q), "--top-k", "1", "--out", str(out))
     row = json.loads(out.read_text())
     assert row["id"] == 7 and row["results"][0]["doc_id"] == "doc-0"
+
+
+def test_identity_flags_enforce_acl(data, tmp_path):
+    from rag_core.config import get_settings
+    from rag_core.workspace import Workspace
+
+    ws = Workspace(get_settings(data))
+    ws.create_kb("board", acl_groups=["board"])
+    ws.close()
+    f = tmp_path / "minutes.txt"
+    f.write_text("The board approved the merger with Globex.")
+    run(data, "ingest", "--kb", "board", str(f))
+    out = run(data, "search", "--kb", "board", "--query", "merger Globex", "--mode", "keyword",
+              "--user", "intern", "--groups", "staff").stdout
+    assert "minutes.txt" not in out
+    out = run(data, "search", "--kb", "board", "--query", "merger Globex", "--mode", "keyword",
+              "--user", "cfo", "--groups", "board,finance").stdout
+    assert "minutes.txt" in out
