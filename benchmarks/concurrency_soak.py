@@ -20,6 +20,25 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+def half_documents(ws) -> list[str]:
+    """In one consistent snapshot of the database: every document present in the store has
+    all the chunks its registry row says (a delete removes chunks before the row, so a
+    document mid-delete has 0 chunks; an add commits all chunks at once)."""
+    c = ws.db.conn
+    with ws.db.lock:
+        c.execute("BEGIN")  # a read transaction: both queries see the same state
+        try:
+            stored = dict(c.execute("SELECT doc_id, COUNT(*) FROM chunks GROUP BY kb_id, doc_id").fetchall())
+            registry = {r[0]: (r[1], r[2]) for r in c.execute("SELECT doc_id, chunks, status FROM documents")}
+        finally:
+            c.execute("COMMIT")
+    bad = []
+    for doc, n in stored.items():
+        if doc in registry and registry[doc][1] == "indexed" and registry[doc][0] != n:
+            bad.append(f"half document {doc}: {n}/{registry[doc][0]} chunks")
+    return bad
+
+
 def worker(data_dir: str, wid: int, ops: int, out) -> None:
     from rag_core.config import get_settings
     from rag_core.workspace import Workspace
@@ -51,14 +70,10 @@ def worker(data_dir: str, wid: int, ops: int, out) -> None:
                 counts["delete"] += 1
             else:
                 res = ws.search(["soak"], f"soakterm{rng.randrange(7)} worker document", k=50, mode="keyword").results
-                kb = ws.get_kb("soak")
                 for r in res:
                     if r.chunk.doc_id in deleted:
                         violations.append(f"deleted {r.chunk.doc_id} returned")
-                    reg = ws.appdb.get_document(kb.kb_id, r.chunk.doc_id)
-                    stored = len(ws.store.document_chunks(kb.kb_id, r.chunk.doc_id))
-                    if reg is not None and reg.status == "indexed" and stored != reg.chunks:
-                        violations.append(f"half document {r.chunk.doc_id}: {stored}/{reg.chunks} chunks")
+                violations += half_documents(ws)
                 counts["search"] += 1
         except Exception as exc:  # noqa: BLE001 - counted, that is the point
             errors.append(f"{op}: {type(exc).__name__}: {exc}")

@@ -152,3 +152,19 @@ def test_real_pdf_folder(ws):
     doc = next(d for d in ws.appdb.list_documents(kb.kb_id) if d.source == "pdflatex-4-pages.pdf")
     pages = {c.page_start for c in ws.store.document_chunks(kb.kb_id, doc.doc_id)}
     assert pages == {1, 2, 3, 4}
+
+
+def test_batch_and_document_limits_have_clear_messages(tmp_path):
+    from rag_core.errors import GroundworkError
+
+    w = Workspace(get_settings(tmp_path / "lim", max_files_per_batch=2, max_chunks_per_doc=3, chunk_size=200,
+                               chunk_overlap=0))
+    w.create_kb("lim")
+    files = [write(tmp_path / f"f{i}.txt", f"file {i}") for i in range(3)]
+    with pytest.raises(GroundworkError, match="3 files in one batch; the limit is 2"):
+        w.ingest("lim", files)
+    long = write(tmp_path / "long.txt", "\n\n".join(f"Paragraph {i} " + "words " * 40 for i in range(10)))
+    rep = w.ingest("lim", [long, files[0]]).reports
+    assert rep[0].status == "failed" and "limit is 3" in rep[0].reason
+    assert rep[1].status == "ingested"
+    w.close()
