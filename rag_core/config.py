@@ -85,6 +85,7 @@ class Settings(BaseSettings):
 
     weaviate_url: str | None = Field(default=None, validation_alias=AliasChoices("WEAVIATE_URL", "RAG_WEAVIATE_URL"))
     weaviate_api_key: str | None = Field(default=None, validation_alias=AliasChoices("WEAVIATE_API_KEY", "RAG_WEAVIATE_API_KEY"))
+    weaviate_grpc_port: int = Field(default=50051, validation_alias=AliasChoices("WEAVIATE_GRPC_PORT", "RAG_WEAVIATE_GRPC_PORT"))
 
     @property
     def db_path(self) -> Path:

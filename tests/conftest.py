@@ -7,3 +7,16 @@ def pytest_runtest_makereport(item, call):
     rep = yield
     setattr(item, f"rep_{rep.when}", rep)
     return rep
+
+
+@pytest.fixture(scope="session")
+def weaviate_server():
+    """A real Weaviate server for the whole session (see tests/weaviate_server.py)."""
+    from tests.weaviate_server import WeaviateUnavailable, start_weaviate
+
+    try:
+        server = start_weaviate()
+    except WeaviateUnavailable as exc:
+        pytest.skip(str(exc))
+    yield server
+    server.stop()

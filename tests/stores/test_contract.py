@@ -4,6 +4,8 @@ rankings are known exactly; the real embedding model is exercised in the pipelin
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pytest
 
@@ -14,11 +16,20 @@ from rag_core.stores.embedded import EmbeddedStore
 DIM = 8
 
 
-def open_embedded(path):
+def open_embedded(path, request):
     return EmbeddedStore(Database(path / "groundwork.db"))
 
 
-STORES = {"embedded": open_embedded}
+def open_weaviate(path, request):
+    from rag_core.stores.weaviate_store import WeaviateStore
+
+    server = request.getfixturevalue("weaviate_server")
+    # one collection per test, the same one on "reopen"
+    name = "T" + hashlib.sha1(str(path).encode()).hexdigest()[:16]
+    return WeaviateStore(server.url, grpc_port=server.grpc_port, collection=name)
+
+
+STORES = {"embedded": open_embedded, "weaviate": open_weaviate}
 
 
 @pytest.fixture(params=sorted(STORES))
@@ -27,12 +38,16 @@ def store_factory(request, tmp_path):
     opened = []
 
     def make():
-        s = factory(tmp_path)
+        s = factory(tmp_path, request)
         opened.append(s)
         return s
 
     yield make
     for s in opened:
+        s.close()
+    if request.param == "weaviate":  # drop this test's collection
+        s = factory(tmp_path, request)
+        s.client.collections.delete(s.collection_name)
         s.close()
 
 

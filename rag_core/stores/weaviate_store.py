@@ -1,0 +1,255 @@
+"""Weaviate store (weaviate-client v4): the same protocol as the embedded store, on a
+Weaviate server, using its native hybrid search.
+
+Design choices:
+- One collection, knowledge bases as a filterable `kb_id` property (not Weaviate
+  multi-tenancy): a question may span several knowledge bases, and a multi-tenant query
+  reads one tenant at a time. ACL and tenant are filterable properties too, so every
+  filter is applied inside Weaviate's query.
+- Vectors are self-provided (our embedder), so both stores rank on identical vectors.
+- BM25 runs over `content`, which holds our analysed terms (Snowball stems, stop words
+  dropped) — the keyword side then tokenises exactly like the embedded store.
+- Weaviate has no multi-object transactions: a document is written with one batch and, if
+  any object fails, every object of that document is deleted again before the error is
+  raised, so no half document stays.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlparse
+
+import numpy as np
+
+from ..errors import GroundworkError, MissingDependency
+from ..models import Chunk, ScoredChunk, SearchFilters
+from .analyzer import analyze
+
+COLLECTION = "GroundworkChunk"
+SCHEMA_VERSION = "1"
+_INTS = ("ordinal", "page_start", "page_end", "char_start", "char_end", "line_start", "line_end")
+_EXPLAIN_KW = re.compile(r"keyword,bm25\)[^:]*:\s*original score\s*([-\d.eE]+)")
+
+
+def _import():
+    try:
+        import weaviate
+        from weaviate.classes.config import Configure, DataType, Property, Tokenization
+        from weaviate.classes.query import Filter, HybridFusion, MetadataQuery
+        from weaviate.util import generate_uuid5
+    except ImportError as exc:  # pragma: no cover
+        raise MissingDependency("the Weaviate store needs weaviate-client: pip install weaviate-client") from exc
+    return weaviate, Configure, DataType, Property, Tokenization, Filter, HybridFusion, MetadataQuery, generate_uuid5
+
+
+class WeaviateStore:
+    name = "weaviate"
+
+    def __init__(self, url: str, api_key: str | None = None, grpc_port: int = 50051, collection: str = COLLECTION):
+        (self._wv, self._Configure, self._DataType, self._Property, self._Tok, self._Filter, self._Fusion,
+         self._Meta, self._uuid5) = _import()
+        u = urlparse(url if "://" in url else f"http://{url}")
+        auth = self._wv.classes.init.Auth.api_key(api_key) if api_key else None
+        try:
+            self.client = self._wv.connect_to_custom(
+                http_host=u.hostname, http_port=u.port or (443 if u.scheme == "https" else 80),
+                http_secure=u.scheme == "https", grpc_host=u.hostname, grpc_port=grpc_port,
+                grpc_secure=u.scheme == "https", auth_credentials=auth,
+            )
+        except Exception as exc:  # noqa: BLE001 - connection errors come in many types
+            raise GroundworkError(f"cannot reach Weaviate at {url} (gRPC port {grpc_port}): {exc}") from None
+        self.collection_name = collection
+        self._ensure_schema()
+        self.coll = self.client.collections.get(collection)
+
+    # ---- schema ----------------------------------------------------------------------
+    def _ensure_schema(self) -> None:
+        P, T, D = self._Property, self._DataType, self._Tok
+        props = [
+            P(name="content", data_type=T.TEXT, tokenization=D.WHITESPACE),
+            P(name="text", data_type=T.TEXT, index_searchable=False),
+            P(name="title", data_type=T.TEXT, index_searchable=False),
+            P(name="section", data_type=T.TEXT, index_searchable=False),
+            P(name="source", data_type=T.TEXT, index_searchable=False),
+            P(name="chunk_type", data_type=T.TEXT, index_searchable=False),
+            *(P(name=n, data_type=T.TEXT, tokenization=D.FIELD, index_searchable=False)
+              for n in ("chunk_id", "doc_id", "kb_id", "doc_key", "tenant")),
+            P(name="acl_users", data_type=T.TEXT_ARRAY, tokenization=D.FIELD, index_searchable=False),
+            P(name="acl_groups", data_type=T.TEXT_ARRAY, tokenization=D.FIELD, index_searchable=False),
+            P(name="acl_public", data_type=T.BOOL),
+            *(P(name=n, data_type=T.INT) for n in _INTS),
+        ]
+        if not self.client.collections.exists(self.collection_name):
+            self.client.collections.create(
+                self.collection_name, properties=props, vector_config=self._Configure.Vectors.self_provided(),
+                description=f"groundwork chunks, schema {SCHEMA_VERSION}",
+            )
+            return
+        # Migration: add properties an older schema lacks (Weaviate adds them in place).
+        coll = self.client.collections.get(self.collection_name)
+        have = {p.name for p in coll.config.get().properties}
+        for p in props:
+            if p.name not in have:
+                coll.config.add_property(p)
+
+    # ---- writes ----------------------------------------------------------------------
+    def add_chunks(self, chunks: list[Chunk], vectors: np.ndarray) -> None:
+        if not chunks:
+            return
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(chunks):
+            raise ValueError("one vector per chunk")
+        # Weaviate upserts by id; a repeated chunk id would silently overwrite, where the
+        # embedded store refuses it. Refuse it here too, before anything is written.
+        if len({c.chunk_id for c in chunks}) != len(chunks):
+            raise ValueError("duplicate chunk ids in one document")
+        DataObject = self._wv.classes.data.DataObject
+        objs = []
+        for ch, vec in zip(chunks, vectors):
+            props = {
+                "content": " ".join(analyze(f"{ch.source}\n{ch.index_text()}")), "text": ch.text, "title": ch.title,
+                "section": ch.section, "source": ch.source, "chunk_type": ch.chunk_type, "chunk_id": ch.chunk_id,
+                "doc_id": ch.doc_id, "kb_id": ch.kb_id, "doc_key": f"{ch.kb_id}/{ch.doc_id}", "tenant": ch.tenant or "",
+                "acl_users": list(ch.acl_users), "acl_groups": list(ch.acl_groups),
+                "acl_public": not ch.acl_users and not ch.acl_groups, **{n: int(getattr(ch, n)) for n in _INTS},
+            }
+            objs.append(DataObject(properties=props, vector=vec.tolist(), uuid=self._uuid5(ch.chunk_id)))
+        try:
+            res = self.coll.data.insert_many(objs)
+            errors = res.errors
+        except Exception as exc:  # noqa: BLE001
+            errors = {0: exc}
+        if errors:
+            for key in {f"{c.kb_id}/{c.doc_id}" for c in chunks}:
+                self.coll.data.delete_many(where=self._Filter.by_property("doc_key").equal(key))
+            first = next(iter(errors.values()))
+            raise GroundworkError(f"Weaviate refused {len(errors)} of {len(objs)} chunks: {getattr(first, 'message', first)}")
+
+    def delete_document(self, kb_id: str, doc_id: str) -> int:
+        res = self.coll.data.delete_many(where=self._Filter.by_property("doc_key").equal(f"{kb_id}/{doc_id}"))
+        return int(res.successful)
+
+    def delete_kb(self, kb_id: str) -> int:
+        res = self.coll.data.delete_many(where=self._Filter.by_property("kb_id").equal(kb_id))
+        return int(res.successful)
+
+    # ---- filters ---------------------------------------------------------------------
+    def _where(self, f: SearchFilters):
+        F = self._Filter
+        parts = []
+        if f.kb_ids is not None:
+            if not f.kb_ids:
+                return F.by_property("kb_id").equal("\x00none")
+            parts.append(F.by_property("kb_id").contains_any(list(f.kb_ids)))
+        if f.tenant is not None:
+            parts.append(F.by_property("tenant").equal(f.tenant))
+        if f.doc_ids is not None:
+            parts.append(F.by_property("doc_id").contains_any(list(f.doc_ids) or ["\x00none"]))
+        if f.enforce_acl:
+            acl = F.by_property("acl_public").equal(True)
+            if f.user:
+                acl = acl | F.by_property("acl_users").contains_any([f.user])
+            if f.groups:
+                acl = acl | F.by_property("acl_groups").contains_any(list(f.groups))
+            parts.append(acl)
+        if not parts:
+            return None
+        out = parts[0]
+        for p in parts[1:]:
+            out = out & p
+        return out
+
+    # ---- reads -----------------------------------------------------------------------
+    @staticmethod
+    def _chunk(o) -> Chunk:
+        p = o.properties
+        return Chunk(
+            chunk_id=p["chunk_id"], doc_id=p["doc_id"], kb_id=p["kb_id"], text=p["text"], title=p.get("title") or "",
+            section=p.get("section") or "", source=p.get("source") or "", chunk_type=p.get("chunk_type") or "paragraph",
+            tenant=p.get("tenant") or None, acl_users=list(p.get("acl_users") or []),
+            acl_groups=list(p.get("acl_groups") or []), **{n: int(p.get(n) or 0) for n in _INTS},
+        )
+
+    def keyword_search(self, query: str, k: int, filters: SearchFilters) -> list[ScoredChunk]:
+        terms = " ".join(analyze(query))
+        if not terms or k <= 0:
+            return []
+        res = self.coll.query.bm25(query=terms, query_properties=["content"], limit=k, filters=self._where(filters),
+                                   return_metadata=self._Meta(score=True))
+        return [ScoredChunk(self._chunk(o), float(o.metadata.score), {"keyword": float(o.metadata.score)})
+                for o in res.objects]
+
+    def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilters) -> list[ScoredChunk]:
+        if k <= 0:
+            return []
+        res = self.coll.query.near_vector(near_vector=np.asarray(vector, dtype=np.float32).tolist(), limit=k,
+                                          filters=self._where(filters), return_metadata=self._Meta(distance=True))
+        out = []
+        for o in res.objects:
+            s = 1.0 - float(o.metadata.distance)  # cosine distance → cosine similarity
+            out.append(ScoredChunk(self._chunk(o), s, {"vector": s}))
+        return out
+
+    def hybrid_search(self, query: str, vector: np.ndarray, k: int, filters: SearchFilters, *, alpha: float = 0.5,
+                      fusion: str = "relative_score", overfetch: int = 4, timings: dict | None = None) -> list[ScoredChunk]:
+        """Weaviate's own hybrid (its relative-score or ranked fusion). Each result also
+        carries its raw BM25 (from explain_score) and the exact cosine (from its vector)."""
+        if k <= 0:
+            return []
+        q = np.asarray(vector, dtype=np.float32)
+        res = self.coll.query.hybrid(
+            query=" ".join(analyze(query)) or query, vector=q.tolist(), alpha=alpha,
+            fusion_type=self._Fusion.RANKED if fusion == "rrf" else self._Fusion.RELATIVE_SCORE,
+            query_properties=["content"], filters=self._where(filters), limit=k, include_vector=True,
+            return_metadata=self._Meta(score=True, explain_score=True),
+        )
+        out = []
+        for o in res.objects:
+            vec = o.vector.get("default") if isinstance(o.vector, dict) else o.vector
+            cos = float(np.dot(np.asarray(vec, dtype=np.float32), q)) if vec is not None else 0.0
+            m = _EXPLAIN_KW.search(o.metadata.explain_score or "")
+            kw = float(m.group(1)) if m else 0.0
+            fused = float(o.metadata.score)
+            out.append(ScoredChunk(self._chunk(o), fused, {"keyword": kw, "vector": cos, "fused": fused}))
+        return out
+
+    def _fetch(self, where, include_vector: bool = False, limit: int = 10000):
+        return self.coll.query.fetch_objects(filters=where, limit=limit, include_vector=include_vector).objects
+
+    def get_chunks(self, chunk_ids: list[str]) -> list[Chunk]:
+        if not chunk_ids:
+            return []
+        by_id = {c.chunk_id: c for c in map(self._chunk, self._fetch(self._Filter.by_property("chunk_id").contains_any(chunk_ids)))}
+        return [by_id[c] for c in chunk_ids if c in by_id]
+
+    def document_chunks(self, kb_id: str, doc_id: str) -> list[Chunk]:
+        objs = self._fetch(self._Filter.by_property("doc_key").equal(f"{kb_id}/{doc_id}"))
+        return sorted(map(self._chunk, objs), key=lambda c: c.ordinal)
+
+    def vectors_for(self, chunk_ids: list[str]) -> np.ndarray:
+        objs = self._fetch(self._Filter.by_property("chunk_id").contains_any(chunk_ids), include_vector=True) if chunk_ids else []
+        vecs = {o.properties["chunk_id"]: (o.vector.get("default") if isinstance(o.vector, dict) else o.vector) for o in objs}
+        dim = len(next(iter(vecs.values()))) if vecs else 0
+        out = np.zeros((len(chunk_ids), dim), dtype=np.float32)
+        for i, c in enumerate(chunk_ids):
+            if c in vecs:
+                out[i] = vecs[c]
+        return out
+
+    def idf(self, terms) -> dict[str, float]:
+        """Not exposed by Weaviate: the reranker then weighs query terms equally."""
+        return {}
+
+    def count(self, kb_id: str | None = None) -> int:
+        where = self._Filter.by_property("kb_id").equal(kb_id) if kb_id else None
+        return int(self.coll.aggregate.over_all(total_count=True, filters=where).total_count)
+
+    def health(self) -> dict:
+        ready = self.client.is_ready()
+        n = self.count() if ready else 0
+        # every object carries its self-provided vector and its BM25 terms
+        return {"store": self.name, "ok": bool(ready), "chunks": n, "vectors": n, "keyword_rows": n,
+                "version": self.client.get_meta().get("version")}
+
+    def close(self) -> None:
+        self.client.close()

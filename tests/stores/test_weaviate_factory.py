@@ -1,0 +1,26 @@
+"""The factory picks Weaviate from settings and reports a bad address clearly."""
+
+import pytest
+
+from rag_core.config import Settings
+from rag_core.db import Database
+from rag_core.errors import GroundworkError
+from rag_core.stores import make_store
+
+
+def test_weaviate_needs_a_url(tmp_path):
+    with pytest.raises(GroundworkError, match="WEAVIATE_URL"):
+        make_store(Settings(store="weaviate", weaviate_url=None), Database(tmp_path / "g.db"))
+
+
+def test_unreachable_weaviate_is_a_clear_error(tmp_path):
+    s = Settings(store="weaviate", weaviate_url="http://127.0.0.1:9", weaviate_grpc_port=10)
+    with pytest.raises(GroundworkError, match="cannot reach Weaviate at http://127.0.0.1:9"):
+        make_store(s, Database(tmp_path / "g.db"))
+
+
+def test_factory_builds_a_working_store(tmp_path, weaviate_server):
+    s = Settings(store="weaviate", weaviate_url=weaviate_server.url, weaviate_grpc_port=weaviate_server.grpc_port)
+    store = make_store(s, Database(tmp_path / "g.db"))
+    assert store.health()["ok"]
+    store.close()
