@@ -23,11 +23,16 @@ def _emit(args, payload, human: str) -> None:
         print(human)
 
 
+_OPEN: list = []
+
+
 def _workspace(args):
     from .config import get_settings
     from .workspace import Workspace
 
-    return Workspace(get_settings(args.data_dir))
+    ws = Workspace(get_settings(args.data_dir))
+    _OPEN.append(ws)  # closed by main(): a Weaviate connection must not be left dangling
+    return ws
 
 
 def cmd_kb_create(args) -> int:
@@ -287,6 +292,26 @@ def cmd_verify(args) -> int:
     return 0
 
 
+def cmd_migrate(args) -> int:
+    from .config import get_settings
+    from .stores import make_store
+
+    ws = _workspace(args)
+    if ws.settings.store != "embedded":
+        raise GroundworkError("migrate copies from the embedded store: run it with RAG_STORE=embedded (the default)")
+    target = make_store(get_settings(args.data_dir, store=args.to), ws.db)
+    import time as _t
+
+    t = _t.perf_counter()
+    res = ws.migrate_to(target)
+    res["seconds"] = round(_t.perf_counter() - t, 1)
+    res["chunks_per_s"] = round(res["chunks"] / max(res["seconds"], 1e-9), 1)
+    target.close()
+    _emit(args, res, f"copied {res['documents']} documents ({res['chunks']} chunks, vectors included) to {args.to} "
+                     f"in {res['seconds']} s; now run with RAG_STORE={args.to}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-dir", default=None, help="data folder (default $RAG_DATA_DIR or ./.groundwork)")
@@ -340,6 +365,10 @@ def build_parser() -> argparse.ArgumentParser:
     ve.add_argument("--out", required=True)
     ve.set_defaults(func=cmd_verify)
 
+    mi = sub.add_parser("migrate", help="copy chunks and vectors to another store (no re-embedding)", parents=[common])
+    mi.add_argument("--to", choices=["weaviate"], required=True)
+    mi.set_defaults(func=cmd_migrate)
+
     ev = sub.add_parser("eval", help="evaluate retrieval", parents=[common])
     ev_sub = ev.add_subparsers(dest="eval_cmd", required=True)
     eb = ev_sub.add_parser("beir", help="nDCG@10, recall@10/100, MRR@10, latency on a BEIR folder", parents=[common])
@@ -369,3 +398,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    finally:
+        while _OPEN:
+            _OPEN.pop().close()

@@ -171,7 +171,28 @@ class Workspace:
         """One verified Answer (DESIGN.md §3)."""
         return self.answers.answer(self.answer_request(kb_names, question, history, user, groups))
 
+    # ---- scale-out ---------------------------------------------------------------------
+    def migrate_to(self, target, progress=None) -> dict:
+        """Copy every indexed document's chunks and stored vectors into another store
+        (e.g. Weaviate) without re-embedding. The registry (SQLite) is shared, so after
+        this the app can switch RAG_STORE and find everything in place. Idempotent: a
+        document already in the target is replaced by the same chunks."""
+        docs = chunks = 0
+        kbs = self.list_kbs()
+        for kb in kbs:
+            for doc in self.appdb.list_documents(kb.kb_id):
+                cs = self.store.document_chunks(kb.kb_id, doc.doc_id)
+                vecs = self.store.vectors_for([c.chunk_id for c in cs])
+                target.delete_document(kb.kb_id, doc.doc_id)
+                target.add_chunks(cs, vecs)
+                docs += 1
+                chunks += len(cs)
+                if progress:
+                    progress(docs)
+        return {"knowledge_bases": len(kbs), "documents": docs, "chunks": chunks}
+
     def close(self) -> None:
+        self.store.close()
         self.db.close()
 
 

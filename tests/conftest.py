@@ -11,8 +11,8 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture(scope="session")
 def weaviate_server():
-    """A real Weaviate server for the whole session (see tests/weaviate_server.py)."""
-    from tests.weaviate_server import WeaviateUnavailable, start_weaviate
+    """A real Weaviate server for the whole session (see rag_core/stores/weaviate_local.py)."""
+    from rag_core.stores.weaviate_local import WeaviateUnavailable, start_weaviate
 
     try:
         server = start_weaviate()

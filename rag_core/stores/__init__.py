@@ -19,9 +19,20 @@ def make_store(settings: Settings, db: Database) -> ChunkStore:
         from .weaviate_store import WeaviateStore
 
         return WeaviateStore(settings.weaviate_url, settings.weaviate_api_key, settings.weaviate_grpc_port)
-    raise GroundworkError(
-        f"store '{settings.store}' is not available in this version; use RAG_STORE=embedded or weaviate"
-    )
+    if settings.store == "weaviate-embedded":
+        # A Weaviate process of our own, its data inside RAG_DATA_DIR, stopped at exit.
+        import atexit
+
+        from .weaviate_local import WeaviateUnavailable, start_weaviate
+        from .weaviate_store import WeaviateStore
+
+        try:
+            server = start_weaviate(settings.data_dir / "weaviate")
+        except WeaviateUnavailable as exc:
+            raise GroundworkError(str(exc)) from None
+        atexit.register(server.stop)
+        return WeaviateStore(server.url, settings.weaviate_api_key, server.grpc_port)
+    raise GroundworkError(f"unknown store '{settings.store}' (embedded, weaviate or weaviate-embedded)")
 
 
 __all__ = ["ChunkStore", "make_store"]

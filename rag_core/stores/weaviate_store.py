@@ -82,6 +82,8 @@ class WeaviateStore:
         if not self.client.collections.exists(self.collection_name):
             self.client.collections.create(
                 self.collection_name, properties=props, vector_config=self._Configure.Vectors.self_provided(),
+                # the same BM25 parameters as the embedded store (Anserini's BEIR defaults)
+                inverted_index_config=self._Configure.inverted_index(bm25_k1=0.9, bm25_b=0.4),
                 description=f"groundwork chunks, schema {SCHEMA_VERSION}",
             )
             return

@@ -24,3 +24,15 @@ def test_factory_builds_a_working_store(tmp_path, weaviate_server):
     store = make_store(s, Database(tmp_path / "g.db"))
     assert store.health()["ok"]
     store.close()
+
+
+def test_weaviate_embedded_runs_a_local_server_in_the_data_dir(tmp_path, weaviate_server, monkeypatch):
+    from rag_core.stores.weaviate_local import find_binary
+
+    if find_binary() is None:
+        pytest.skip("weaviate-embedded needs the weaviate-server binary (only WEAVIATE_URL is set)")
+    monkeypatch.delenv("WEAVIATE_URL", raising=False)
+    store = make_store(Settings(store="weaviate-embedded", data_dir=tmp_path), Database(tmp_path / "g.db"))
+    assert store.health()["ok"]
+    assert (tmp_path / "weaviate").is_dir()
+    store.close()

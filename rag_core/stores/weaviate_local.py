@@ -1,7 +1,10 @@
-"""A real Weaviate server for the tests: `WEAVIATE_URL` when set, otherwise the binary that
-`.ci/run` builds with `go install github.com/weaviate/weaviate/cmd/weaviate-server@v1.35.2`
-(found via $WEAVIATE_BIN or $(go env GOPATH)/bin), started on 127.0.0.1 with anonymous
-access, no vectorizer modules, telemetry off and its data in a temporary folder."""
+"""A local Weaviate server process: for RAG_STORE=weaviate-embedded and for the tests.
+
+`WEAVIATE_URL` when set (an existing server), otherwise the weaviate-server binary built by
+`go install github.com/weaviate/weaviate/cmd/weaviate-server@v1.35.2` (found via
+$WEAVIATE_BIN or $(go env GOPATH)/bin) — nothing is downloaded at run time, unlike the
+client's own embedded mode. Started on 127.0.0.1 with anonymous access, no vectorizer
+modules, telemetry off, its data in the given folder (a temporary one for tests)."""
 
 from __future__ import annotations
 
@@ -48,7 +51,7 @@ def find_binary() -> Path | None:
     return next((c for c in candidates if c.exists()), None)
 
 
-def start_weaviate() -> WeaviateServer:
+def start_weaviate(data_dir: Path | None = None) -> WeaviateServer:
     if os.environ.get("WEAVIATE_URL"):
         return WeaviateServer(os.environ["WEAVIATE_URL"], int(os.environ.get("WEAVIATE_GRPC_PORT", "50051")), lambda: None)
     binary = find_binary()
@@ -57,7 +60,9 @@ def start_weaviate() -> WeaviateServer:
             f"no WEAVIATE_URL and no weaviate-server binary (build it: go install "
             f"github.com/weaviate/weaviate/cmd/weaviate-server@{WEAVIATE_VERSION})"
         )
-    data = tempfile.mkdtemp(prefix="gw-weaviate-")
+    temporary = data_dir is None
+    data = str(data_dir) if data_dir else tempfile.mkdtemp(prefix="gw-weaviate-")
+    Path(data).mkdir(parents=True, exist_ok=True)
     http, grpc = _free_port(), _free_port()
     env = {
         **os.environ,
@@ -93,6 +98,7 @@ def start_weaviate() -> WeaviateServer:
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
-        shutil.rmtree(data, ignore_errors=True)
+        if temporary:
+            shutil.rmtree(data, ignore_errors=True)
 
     return WeaviateServer(url, grpc, stop)

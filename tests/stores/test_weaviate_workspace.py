@@ -1,0 +1,49 @@
+"""The whole app on Weaviate: ingest, retrieve (the same LangChain retriever), answer,
+delete, and migration from the embedded store without re-embedding."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from rag_core.config import get_settings
+from rag_core.workspace import Workspace
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_workspace_on_weaviate_and_migration(tmp_path, weaviate_server):
+    data = tmp_path / "data"
+    emb = Workspace(get_settings(data))
+    emb.create_kb("facts")
+    (tmp_path / "paris.md").write_text("# France\n\nParis is the capital of France. The Seine flows through Paris.\n")
+    (tmp_path / "moon.txt").write_text("The Moon orbits the Earth every 27.3 days.\n")
+    emb.ingest("facts", [tmp_path / "paris.md", tmp_path / "moon.txt"])
+    emb.close()
+
+    env = {**os.environ, "PYTHONPATH": str(REPO), "WEAVIATE_URL": weaviate_server.url,
+           "WEAVIATE_GRPC_PORT": str(weaviate_server.grpc_port)}
+    p = subprocess.run([sys.executable, "-m", "rag_core", "migrate", "--to", "weaviate", "--data-dir", str(data), "--json"],
+                       env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["documents"] == 2
+
+    ws = Workspace(get_settings(data, store="weaviate", weaviate_url=weaviate_server.url,
+                                weaviate_grpc_port=weaviate_server.grpc_port))
+    try:
+        assert ws.store.name == "weaviate" and ws.store.count(ws.get_kb("facts").kb_id) >= 2
+        docs = ws.retriever(["facts"]).invoke("capital of France")
+        assert docs[0].metadata["source"] == "paris.md"
+        a = ws.ask(["facts"], "What is the capital of France?")
+        assert not a.abstained and a.citations[0].source == "paris.md"
+        # ingest and delete straight into Weaviate
+        (tmp_path / "owl.txt").write_text("Owls hunt at night using silent flight.")
+        rep = ws.ingest("facts", [tmp_path / "owl.txt"]).reports[0]
+        assert rep.status == "ingested"
+        assert ws.search(["facts"], "silent flight owls", k=1).results[0].chunk.source == "owl.txt"
+        ws.delete_document("facts", rep.doc_ids[0])
+        assert all(r.chunk.source != "owl.txt" for r in ws.search(["facts"], "silent flight owls", k=5).results)
+    finally:
+        ws.store.client.collections.delete(ws.store.collection_name)
+        ws.close()
