@@ -15,7 +15,7 @@ def weaviate_server():
     from rag_core.stores.weaviate_local import WeaviateUnavailable, start_weaviate
 
     try:
-        server = start_weaviate()
+        server = start_weaviate(build=True)  # builds with Go once when the binary is missing
     except WeaviateUnavailable as exc:
         pytest.skip(str(exc))
     yield server

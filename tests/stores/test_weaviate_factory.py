@@ -36,3 +36,24 @@ def test_weaviate_embedded_runs_a_local_server_in_the_data_dir(tmp_path, weaviat
     assert store.health()["ok"]
     assert (tmp_path / "weaviate").is_dir()
     store.close()
+
+
+def test_older_schema_is_migrated_in_place(weaviate_server):
+    import weaviate
+    from weaviate.classes.config import Configure, DataType, Property
+
+    from rag_core.stores.weaviate_store import WeaviateStore
+
+    c = weaviate.connect_to_custom(http_host="127.0.0.1", http_port=int(weaviate_server.url.rsplit(":", 1)[1]),
+                                   http_secure=False, grpc_host="127.0.0.1", grpc_port=weaviate_server.grpc_port,
+                                   grpc_secure=False)
+    name = "OldSchema"
+    c.collections.delete(name)
+    c.collections.create(name, properties=[Property(name="text", data_type=DataType.TEXT)],
+                         vector_config=Configure.Vectors.self_provided())
+    store = WeaviateStore(weaviate_server.url, grpc_port=weaviate_server.grpc_port, collection=name)
+    props = {p.name for p in c.collections.get(name).config.get().properties}
+    assert {"content", "kb_id", "doc_key", "acl_users", "acl_public", "page_start"} <= props
+    store.close()
+    c.collections.delete(name)
+    c.close()
