@@ -17,18 +17,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.store_latency import passages, pct, queries  # noqa: E402
+from benchmarks.store_latency import passages, queries, timed  # noqa: E402
 from rag_core.models import Chunk, SearchFilters  # noqa: E402
 from rag_core.stores.weaviate_store import WeaviateStore  # noqa: E402
-
-
-def timed(fn, items) -> tuple[float, float]:
-    lat = []
-    for x in items:
-        t = time.perf_counter()
-        fn(x)
-        lat.append((time.perf_counter() - t) * 1000)
-    return round(pct(lat, 50), 2), round(pct(lat, 95), 2)
 
 
 def bench(n: int, url: str, grpc: int) -> dict:
@@ -54,6 +45,9 @@ def bench(n: int, url: str, grpc: int) -> dict:
     res["vector_p50_ms"], res["vector_p95_ms"] = timed(lambda i: store.vector_search(qv[i], 10, f), range(len(qs)))
     res["hybrid_p50_ms"], res["hybrid_p95_ms"] = timed(
         lambda i: store.hybrid_search(qs[i], qv[i], 10, f, alpha=0.5), range(len(qs)))
+    for k, v in list(res.items()):
+        if isinstance(v, float):
+            res[k] = round(v, 2)
     store.client.collections.delete(store.collection_name)
     store.close()
     return res
