@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
 import uuid
 from dataclasses import asdict
 
@@ -313,6 +312,3 @@ def _pid_alive(pid: int) -> bool:
         return True
     return True
 
-
-def now() -> float:
-    return time.time()

@@ -114,6 +114,14 @@ def cmd_delete(args) -> int:
     return 0
 
 
+def _kb_names(ws, args) -> list[str]:
+    """--kb A,B checked up front, so a typo fails before any query file is read."""
+    names = [k.strip() for k in args.kb.split(",") if k.strip()]
+    for name in names:
+        ws.get_kb(name)
+    return names
+
+
 def _identity(args) -> dict:
     """--user/--groups, else RAG_USER/RAG_GROUPS; with an identity, ACLs are enforced."""
     out = {}
@@ -144,9 +152,7 @@ def _read_jsonl(path: Path, what: str) -> list[dict]:
 
 def cmd_search(args) -> int:
     ws = _workspace(args)
-    kb_names = [k.strip() for k in args.kb.split(",") if k.strip()]
-    for name in kb_names:
-        ws.get_kb(name)  # fail early, before reading queries
+    kb_names = _kb_names(ws, args)
     if args.query:
         queries = [{"id": "q", "question": args.query}]
     elif args.queries:
@@ -232,9 +238,7 @@ def _answer_row(qid, a) -> dict:
 
 def cmd_ask(args) -> int:
     ws = _workspace(args)
-    kb_names = [k.strip() for k in args.kb.split(",") if k.strip()]
-    for name in kb_names:
-        ws.get_kb(name)
+    kb_names = _kb_names(ws, args)
     if args.questions:
         if not args.out:
             raise GroundworkError("--questions needs --out A.jsonl")

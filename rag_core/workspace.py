@@ -59,6 +59,12 @@ class Workspace:
     def get_kb(self, name_or_id: str) -> KnowledgeBase:
         return self.appdb.get_kb(name_or_id)
 
+    def _kbs(self, kb_names: list[str]) -> list[KnowledgeBase]:
+        kbs = [self.get_kb(n) for n in kb_names]
+        if not kbs:
+            raise InputError("select at least one knowledge base")
+        return kbs
+
     def delete_kb(self, name_or_id: str) -> None:
         kb = self.get_kb(name_or_id)
         self.store.delete_kb(kb.kb_id)
@@ -117,9 +123,7 @@ class Workspace:
         """A LangChain retriever over the given knowledge bases for this identity."""
         from .retrieval.retriever import GroundworkRetriever
 
-        kbs = [self.get_kb(n) for n in kb_names]
-        if not kbs:
-            raise InputError("select at least one knowledge base")
+        kbs = self._kbs(kb_names)
         return GroundworkRetriever(
             pipeline=self.retrieval, filters=self.filters_for(kbs, user, groups), settings=replace(kbs[0].retrieval)
         )
@@ -137,9 +141,7 @@ class Workspace:
         groups: list[str] | None = None,
     ) -> Retrieved:
         """Retrieval with the first selected knowledge base's settings (overridable here)."""
-        kbs = [self.get_kb(n) for n in kb_names]
-        if not kbs:
-            raise InputError("select at least one knowledge base")
+        kbs = self._kbs(kb_names)
         rs = replace(kbs[0].retrieval)
         if alpha is not None:
             rs.alpha = alpha
@@ -161,9 +163,7 @@ class Workspace:
     def answer_request(self, kb_names: list[str], question: str, history=None, user=None, groups=None):
         from .generation.chain import AnswerRequest
 
-        kbs = [self.get_kb(n) for n in kb_names]
-        if not kbs:
-            raise InputError("select at least one knowledge base")
+        kbs = self._kbs(kb_names)
         return AnswerRequest(question=question, kbs=kbs, filters=self.filters_for(kbs, user, groups),
                              history=list(history or []))
 

@@ -1,12 +1,11 @@
 """Fusion of a keyword and a vector ranking: relative-score fusion (Weaviate's default) and
-reciprocal rank fusion. Works on (key, score) pairs so stores can fuse array positions and
-the generic path can fuse chunk ids with the same code."""
+reciprocal rank fusion. Works on (key, score) pairs, so a store fuses array positions or
+object ids with the same code."""
 
 from __future__ import annotations
 
 from typing import Hashable, Sequence
 
-from ..models import ScoredChunk
 
 RRF_K = 60
 Ranked = Sequence[tuple[Hashable, float]]  # best first
@@ -49,23 +48,3 @@ def fuse_ranked(keyword: Ranked, vector: Ranked, alpha: float, method: str) -> l
         raise ValueError(f"unknown fusion method '{method}' (relative_score or rrf)")
     # Ties broken by key so results are deterministic.
     return sorted(fused.items(), key=lambda kv: (-kv[1], str(kv[0])))
-
-
-def fuse(keyword: list[ScoredChunk], vector: list[ScoredChunk], alpha: float, method: str) -> list[ScoredChunk]:
-    """The same fusion over ScoredChunk lists (used for stores without native hybrid)."""
-    by_id: dict[str, ScoredChunk] = {}
-    for r in (*keyword, *vector):
-        cur = by_id.get(r.chunk.chunk_id)
-        if cur is None:
-            by_id[r.chunk.chunk_id] = ScoredChunk(r.chunk, 0.0, dict(r.scores))
-        else:
-            cur.scores.update(r.scores)
-    out = []
-    for cid, score in fuse_ranked(
-        [(r.chunk.chunk_id, r.score) for r in keyword], [(r.chunk.chunk_id, r.score) for r in vector], alpha, method
-    ):
-        sc = by_id[cid]
-        sc.score = score
-        sc.scores["fused"] = score
-        out.append(sc)
-    return out
