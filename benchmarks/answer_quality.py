@@ -1,19 +1,23 @@
-"""Answer quality on SQuAD 2.0 dev (../shared/data/squad-dev), and the verifier.
+"""Answer quality on SQuAD 2.0 dev (../shared/data/squad-dev, split in SPLIT.md), and the verifier.
 
-1. Answers: the 1,204 paragraphs of the v2.0 dev set are one knowledge base (JSONL records,
-   doc_id = "<article>-<paragraph>"); N answerable + N unanswerable questions (fixed seed).
-   Answerable: correct when the answer contains a gold answer (SQuAD normalisation) AND cites
-   the gold paragraph. Unanswerable: correct when the system abstains. Citation validity:
-   every citation points to a retrieved passage and quotes it. Latency p50/p95.
-   The run uses threshold 0 and records each question's best-passage score, so the curve of
-   answered-vs-abstained over the threshold comes from one pass.
-2. Verifier: from SQuAD v1.1 dev, the sentence holding the gold answer (supported) vs the
-   same sentence with the answer swapped for another answer of the same paragraph
-   (unsupported). Fits the verifier's weights on the first half of the articles (--fit
-   writes them), reports separation (AUC, accuracy at the label threshold) on the second.
+    python benchmarks/answer_quality.py --data-dir /work/gw/squad --split calib --choose   # pick the threshold
+    python benchmarks/answer_quality.py --data-dir /work/gw/squad --split test --n 300     # report
+    OPENAI_BASE_URL=... RAG_LLM_MODEL=... python benchmarks/answer_quality.py ...          # LLM mode
 
-    python benchmarks/answer_quality.py --data-dir /tmp/gw-squad [--n 500] [--fit]
-    OPENAI_BASE_URL=... RAG_LLM_MODEL=... python benchmarks/answer_quality.py ...   # LLM mode
+1. Answers: all 1,204 paragraphs of the v2.0 dev set are one knowledge base (JSONL records,
+   doc_id = "<article>-<paragraph>"); questions come from one side of the split only:
+   - `calib`: v2.0 articles 17–19 (train side, held out of the reader's training): every
+     question. The abstention threshold is chosen here (--choose prints it).
+   - `test`: the 15 test articles (20–34), N answerable + N unanswerable (seed 0). Report only.
+   Answerable: correct when the answer contains a gold answer (SQuAD normalisation) AND
+   cites the gold paragraph. Unanswerable: correct when the system abstains. The run uses
+   threshold 0 and records each question's evidence (best P(answers)), so the whole
+   trade-off curve comes from one pass; the row at the configured threshold is the result.
+2. Verifier (test articles only, from v1.1 dev, which holds the same titles): for each
+   question, the right answer vs a hallucinated one (the answer swapped for another span of
+   the same kind from the paragraph), checked against the paragraph with `verify`'s logic
+   (question given). Two forms: the short answer ("1636") and the answer sentence. AUC =
+   share of pairs where the right answer scores higher (ties count half).
 """
 
 from __future__ import annotations
@@ -32,12 +36,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rag_core.config import get_settings  # noqa: E402
 from rag_core.evaluation import percentile  # noqa: E402
-from rag_core.grounding.verify import PARTIAL, SUPPORTED, VERIFIER_FEATURES, WEIGHTS_FILE, Verifier  # noqa: E402
+from rag_core.grounding.verify import Verifier, judged_score  # noqa: E402
 from rag_core.ingest.chunker import split_sentences  # noqa: E402
+from rag_core.reader import get_reader  # noqa: E402
 from rag_core.workspace import Workspace  # noqa: E402
 
 SQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "squad-dev"
 KB = "squad-v2-dev"
+SPLITS = {"calib": range(17, 20), "test": range(20, 35)}
+OUT = Path(__file__).resolve().parent / "results"
 
 
 def norm(s: str) -> str:
@@ -61,28 +68,36 @@ def build_kb(ws: Workspace, data: dict) -> None:
     print(json.dumps({"indexed_paragraphs": stats.documents, "chunks": stats.chunks, "seconds": round(time.perf_counter() - t, 1)}))
 
 
-def sample_questions(data: dict, n: int, seed: int = 0):
+def questions(data: dict, split: str, n: int | None, seed: int = 0):
     ans, imp = [], []
-    for ai, art in enumerate(data["data"]):
+    for ai in SPLITS[split]:
+        art = data["data"][ai]
         for pi, p in enumerate(art["paragraphs"]):
             for qa in p["qas"]:
                 item = (qa["id"], qa["question"], f"{ai}-{pi}", [a["text"] for a in qa["answers"]])
                 (imp if qa.get("is_impossible") else ans).append(item)
-    rng = random.Random(seed)
-    return rng.sample(ans, n), rng.sample(imp, n)
+    if n:
+        rng = random.Random(seed)
+        ans, imp = rng.sample(ans, min(n, len(ans))), rng.sample(imp, min(n, len(imp)))
+    return ans, imp
 
 
-def answers(ws: Workspace, n: int) -> None:
+def curve_row(A, U, t: float) -> dict:
+    ok = lambda r: r["evidence"] >= t and not r["abstained"]  # noqa: E731 - an LLM veto also abstains
+    return {"threshold": round(t, 3),
+            "answerable_correct": round(sum(1 for r in A if ok(r) and r["correct"]) / len(A), 4),
+            "answerable_answered": round(sum(1 for r in A if ok(r)) / len(A), 4),
+            "unanswerable_abstained": round(sum(1 for r in U if not ok(r)) / len(U), 4)}
+
+
+def answers(ws: Workspace, split: str, n: int | None, choose: bool) -> None:
     data = json.loads((SQUAD / "dev-v2.0-reconstructed.json").read_text())
     build_kb(ws, data)
-    answerable, impossible = sample_questions(data, n)
-    # decide afterwards, per threshold pair, from the recorded scores
-    ws.settings.answer_threshold = 0.0
-    ws.settings.evidence_threshold = 0.0
-    rows = []
-    lat = []
-    invalid = 0
-    cites = 0
+    answerable, impossible = questions(data, split, n)
+    configured = ws.settings.answer_threshold
+    ws.settings.answer_threshold = 0.0  # decide afterwards, per threshold, from the recorded evidence
+    rows, lat = [], []
+    invalid = cites = 0
     for label, items in (("answerable", answerable), ("impossible", impossible)):
         for qid, q, gold_doc, golds in items:
             t = time.perf_counter()
@@ -96,139 +111,155 @@ def answers(ws: Workspace, n: int) -> None:
                 chunk = ws.store.get_chunks([c.chunk_id])
                 if not chunk or c.snippet.split()[0] not in chunk[0].text:
                     invalid += 1
-            rows.append({"label": label, "score": a.retrieval_score, "evidence": a.evidence_score, "abstained": a.abstained,
+            rows.append({"id": qid, "label": label, "evidence": a.evidence_score, "abstained": a.abstained,
                          "correct": ok_text and ok_cite, "text_ok": ok_text, "cite_ok": ok_cite,
-                         "grounding": a.grounding_score})
-    print(json.dumps({"questions": len(rows), "citations": cites, "invalid_citations": invalid,
-                      "latency_ms_p50": round(percentile(lat, 50), 1), "latency_ms_p95": round(percentile(lat, 95), 1)}))
+                         "grounding": a.grounding_score, "answers_question": a.answers_question,
+                         "confidence": a.confidence, "ms": lat[-1]})
     A = [r for r in rows if r["label"] == "answerable"]
     U = [r for r in rows if r["label"] == "impossible"]
-    print(json.dumps({"answerable_correct_if_never_abstaining": round(sum(r["correct"] for r in A) / len(A), 4),
-                      "answer_text_ok": round(sum(r["text_ok"] for r in A) / len(A), 4),
-                      "gold_paragraph_cited": round(sum(r["cite_ok"] for r in A) / len(A), 4)}))
-    def curve(t_pass: float, t_ev: float) -> dict:
-        ok = lambda r: r["score"] >= t_pass and r["evidence"] >= t_ev  # noqa: E731
-        return {"answer_threshold": t_pass, "evidence_threshold": t_ev,
-                "answerable_correct": round(sum(1 for r in A if ok(r) and r["correct"]) / len(A), 4),
-                "answerable_answered": round(sum(1 for r in A if ok(r)) / len(A), 4),
-                "unanswerable_abstained": round(sum(1 for r in U if not ok(r)) / len(U), 4)}
+    head = {"split": split, "mode": ws.answers.mode, "answerable": len(A), "unanswerable": len(U),
+            "citations": cites, "invalid_citations": invalid,
+            "latency_ms_p50": round(percentile(lat, 50), 1), "latency_ms_p95": round(percentile(lat, 95), 1),
+            "answerable_correct_if_never_abstaining": round(sum(r["correct"] for r in A) / len(A), 4),
+            "gold_paragraph_cited": round(sum(r["cite_ok"] for r in A) / len(A), 4)}
+    print(json.dumps(head))
+    grid = [round(x, 3) for x in np.arange(0.0, 1.0001, 0.05)]
+    curve = [curve_row(A, U, t) for t in grid]
+    for c in curve:
+        print(json.dumps(c))
+    at = curve_row(A, U, configured)
+    print(json.dumps({"at_configured_threshold": at}))
+    # confidence separates right answers from wrong ones? (answered, at the configured threshold)
+    right = [r["confidence"] for r in A if r["correct"] and r["evidence"] >= configured]
+    wrong = [r["confidence"] for r in A + U if not r["correct"] and r["evidence"] >= configured]
+    if right and wrong:
+        print(json.dumps({"mean_confidence_right": round(float(np.mean(right)), 3),
+                          "mean_confidence_wrong_or_unanswerable": round(float(np.mean(wrong)), 3)}))
+    OUT.mkdir(exist_ok=True)
+    with (OUT / f"answer_quality_squad_{split}.jsonl").open("w") as fh:
+        for rec in [head, *curve, {"at_configured_threshold": at}]:
+            fh.write(json.dumps(rec) + "\n")
+    if choose:
+        # The product's rule: answer whenever we can. Among thresholds that keep at least 90%
+        # of the answerable questions answered correctly that would be without abstaining,
+        # the one that abstains on most unanswerable ones. (Maximising the sum of the two
+        # rates is printed too: it abstains far more.)
+        fine = [curve_row(A, U, t) for t in np.arange(0.0, 1.0, 0.01)]
+        floor = 0.9 * fine[0]["answerable_correct"]
+        best = max((c for c in fine if c["answerable_correct"] >= floor), key=lambda c: (c["unanswerable_abstained"], -c["threshold"]))
+        balanced = max(fine, key=lambda c: (c["answerable_correct"] + c["unanswerable_abstained"], -c["threshold"]))
+        print(json.dumps({"chosen_threshold": best, "max_sum_threshold": balanced}))
 
-    for t in [0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7]:
-        print(json.dumps(curve(t, 0.0)))
-    for te in [0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75]:
-        print(json.dumps(curve(0.02, te)))
-    fields = type(ws.settings).model_fields
-    print(json.dumps({"defaults": curve(fields["answer_threshold"].default, fields["evidence_threshold"].default)}))
+
+def fit_selection(ws: Workspace, split: str) -> None:
+    """Fit the sentence-selection weights (rag_core/generation/extractive.py) on one split's
+    questions: every candidate sentence the answer step reads is a row, labelled 1 when the
+    question is answerable, the sentence holds a gold answer and its passage is the gold
+    paragraph. Only ever run on the train side (`--split calib`)."""
+    from benchmarks.train_reranker import fit_logistic
+    from rag_core.generation.extractive import SELECTION_FEATURES, SELECTION_FILE
+
+    assert split != "test", "never fit on the test articles"
+    data = json.loads((SQUAD / "dev-v2.0-reconstructed.json").read_text())
+    build_kb(ws, data)
+    answerable, impossible = questions(data, split, None)
+    kb = ws.get_kb(KB)
+    filters = ws.filters_for([kb])
+    reader_only = ws.answers.extractive
+    xs, ys = [], []
+    for label, items in (("answerable", answerable), ("impossible", impossible)):
+        for _, q, gold_doc, golds in items:
+            sources = ws.retrieval.run(q, filters, kb.retrieval).results
+            ev = reader_only.read(q, sources)
+            for (si, _, sent), row in zip(ev.cands, ev.features):
+                ok = bool(golds) and sources[si].chunk.doc_id == gold_doc and any(norm(g) in norm(sent) for g in golds)
+                xs.append(row)
+                ys.append(1.0 if ok else 0.0)
+    x, y = np.array(xs), np.array(ys)
+    w = fit_logistic(x, y, l2=1.0)
+    weights = {f: round(float(v), 4) for f, v in zip(SELECTION_FEATURES, w)}
+    SELECTION_FILE.write_text(json.dumps({
+        "weights": weights, "rows": int(len(y)), "positives": int(y.sum()),
+        "fitted_on": f"SQuAD v2.0 dev articles {SPLITS[split].start}-{SPLITS[split].stop - 1} (train side, held out of the reader's training): every candidate sentence read for every question",
+        "command": f"python benchmarks/answer_quality.py --data-dir DIR --split {split} --fit-selection",
+    }, indent=2) + "\n")
+    print(json.dumps({"fitted_selection": weights, "rows": int(len(y)), "positives": int(y.sum())}))
 
 
-def verifier_pairs(data: dict, articles: range):
-    """(claim, source, label, kind). Two kinds, each as a supported/swapped pair:
-    "sentence" — the paragraph's sentence holding the gold answer, verbatim (what an
-    extractive answer says) vs the same sentence with the answer swapped for another answer
-    of the paragraph; "statement" — the question turned into a statement with the answer
-    ("In what country is Normandy located: France."), worded unlike the source as an LLM's
-    answer would be, vs the same statement with the swapped answer."""
-    pairs = []
-    for art in [data["data"][i] for i in articles]:
+def verifier_pairs(data: dict, titles: set[str], max_q: int = 3):
+    out = []
+    for art in data["data"]:
+        if art["title"] not in titles:
+            continue
         for p in art["paragraphs"]:
             ctx = p["context"]
+            sents = [" ".join(s.split()) for s in split_sentences(ctx)]
             answers_here = list(dict.fromkeys(a["text"] for qa in p["qas"] for a in qa["answers"]))
-            sents = split_sentences(ctx)
-            for qa in p["qas"][:3]:
+            for qa in p["qas"][:max_q]:
                 gold = qa["answers"][0]["text"]
                 sent = next((s for s in sents if gold in s), None)
-                others = [x for x in answers_here if x != gold and x not in sent and gold not in x] if sent else []
+                kind = "num" if re.search(r"\d", gold) else "ent" if gold[:1].isupper() else "other"
+                same = [x for x in answers_here if ("num" if re.search(r"\d", x) else "ent" if x[:1].isupper() else "other") == kind]
+                others = [x for x in same if x != gold and gold not in x and x not in gold and (not sent or x not in sent)]
                 if not sent or not others:
                     continue
                 swap = others[sum(map(ord, qa["id"])) % len(others)]
-                pairs.append((sent, ctx, 1, "sentence"))
-                pairs.append((sent.replace(gold, swap, 1), ctx, 0, "sentence"))
-                stem = qa["question"].strip().rstrip("?").strip()
-                pairs.append((f"{stem}: {gold}.", ctx, 1, "statement"))
-                pairs.append((f"{stem}: {swap}.", ctx, 0, "statement"))
-    # "unrelated": a true sentence about something else (another pair's claim, shifted by
-    # one article) checked against this source — the plain hallucination case.
-    step = max(1, len(pairs) // 7) | 1
-    for k in range(0, len(pairs), 4):
-        other = pairs[(k + step * 4) % len(pairs)]
-        if other[1] != pairs[k][1]:
-            pairs.append((other[0], pairs[k][1], 0, "unrelated"))
-    return pairs
+                out.append({"q": qa["question"], "src": ctx, "form": "short", "right": gold, "wrong": swap})
+                out.append({"q": qa["question"], "src": ctx, "form": "sentence", "right": sent,
+                            "wrong": sent.replace(gold, swap, 1)})
+    return out
 
 
-class CachedEmbed:
-    """Each paragraph's sentences recur in many pairs: embed every distinct text once."""
-
-    def __init__(self, embedder):
-        self.embedder, self.cache = embedder, {}
-
-    def __call__(self, texts: list[str]) -> np.ndarray:
-        new = [t for t in dict.fromkeys(texts) if t not in self.cache]
-        if new:
-            for t, v in zip(new, self.embedder.embed_array(new)):
-                self.cache[t] = v
-        return np.stack([self.cache[t] for t in texts])
-
-
-def verifier(ws: Workspace, fit: bool, max_pairs: int = 1200) -> None:
+def verifier(max_pairs: int = 1200) -> None:
     data = json.loads((SQUAD / "dev-1.1-reconstructed.json").read_text())
-    half = len(data["data"]) // 2
-    embed = CachedEmbed(ws.embedder)
-    v = Verifier(embed=embed)
-    if fit:
-        from benchmarks.train_reranker import fit_logistic
-
-        train = verifier_pairs(data, range(0, half))
-        random.Random(1).shuffle(train)
-        train = train[:max_pairs]
-        x = []
-        for c, s, _, _ in train:
-            sents = [" ".join(t.split()) for t in split_sentences(s)] or [s]
-            sims = embed(sents) @ embed([c])[0]
-            x.append(v.features(c, s, float(sims.max()), sents[int(sims.argmax())]))
-        w = fit_logistic(np.array(x), np.array([y for _, _, y, _ in train], dtype=float), l2=1.0)
-        weights = {f: round(float(val), 4) for f, val in zip(VERIFIER_FEATURES, w)}
-        WEIGHTS_FILE.write_text(json.dumps({"weights": weights, "fitted_on": f"SQuAD v1.1 dev articles 0..{half - 1}: "
-                                            "gold answer sentence, and the question+answer as a statement, each vs the answer swapped for another answer of the paragraph; plus unrelated true sentences as negatives",
-                                            "command": "python benchmarks/answer_quality.py --data-dir DIR --fit"}, indent=2) + "\n")
-        print(json.dumps({"fitted_verifier": weights, "pairs": len(train)}))
-        v.weights = weights
-    test = verifier_pairs(data, range(half, len(data["data"])))
-    random.Random(2).shuffle(test)
-    test = test[:max_pairs]
-    scores = np.array([v.score_pairs([c], [s])[0, 0] for c, s, _, _ in test])
-    labels = np.array([y for _, _, y, _ in test])
-    kinds = np.array([k for _, _, _, k in test])
-    for kind in ("sentence", "statement", "unrelated", "all"):
-        sel = np.ones(len(test), bool) if kind == "all" else kinds == kind
-        pos, neg = scores[sel & (labels == 1)], scores[sel & (labels == 0)]
-        if kind == "unrelated":  # negatives only: compare with all positives
-            pos = scores[labels == 1]
-        auc = float((pos[:, None] > neg[None, :]).mean() + 0.5 * (pos[:, None] == neg[None, :]).mean())
-        print(json.dumps({
-            "verifier_pairs": int(sel.sum()), "kind": kind, "auc": round(auc, 4),
-            "supported_labelled_supported": round(float((pos >= SUPPORTED).mean()), 4),
-            "supported_labelled_unsupported": round(float((pos < PARTIAL).mean()), 4),
-            "swapped_labelled_unsupported": round(float((neg < PARTIAL).mean()), 4),
-            "swapped_labelled_supported": round(float((neg >= SUPPORTED).mean()), 4),
-            "accuracy_at_0.5": round(float(((scores[sel] >= 0.5) == (labels[sel] == 1)).mean()), 4),
-        }))
+    v2 = json.loads((SQUAD / "dev-v2.0-reconstructed.json").read_text())
+    test_titles = {v2["data"][i]["title"] for i in SPLITS["test"]}
+    pairs = verifier_pairs(data, test_titles)
+    random.Random(2).shuffle(pairs)
+    pairs = pairs[:max_pairs]
+    v = Verifier(reader=get_reader())
+    t = time.perf_counter()
+    res = {"short": [], "sentence": []}
+    res_noq = {"short": [], "sentence": []}
+    for p in pairs:
+        sc = []
+        for ans in (p["right"], p["wrong"]):
+            claims, _ = v.verify(ans + " [1]", [p["src"]], question=p["q"])
+            sc.append(judged_score(claims))
+        res[p["form"]].append(1.0 if sc[0] > sc[1] else 0.5 if sc[0] == sc[1] else 0.0)
+        if p["form"] == "sentence":  # without the question: support alone
+            sn = [judged_score(v.verify(ans + " [1]", [p["src"]])[0]) for ans in (p["right"], p["wrong"])]
+            res_noq["sentence"].append(1.0 if sn[0] > sn[1] else 0.5 if sn[0] == sn[1] else 0.0)
+    secs = time.perf_counter() - t
+    allv = res["short"] + res["sentence"]
+    rec = {"verifier_pairs": len(allv), "right_scores_higher": round(float(np.mean(allv)), 4),
+           "short_answer_form": round(float(np.mean(res["short"])), 4),
+           "sentence_form": round(float(np.mean(res["sentence"])), 4),
+           "sentence_form_without_question": round(float(np.mean(res_noq["sentence"])), 4),
+           "seconds": round(secs, 1)}
+    print(json.dumps(rec))
+    OUT.mkdir(exist_ok=True)
+    (OUT / "verifier_squad_test.json").write_text(json.dumps(rec) + "\n")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data-dir", required=True)
-    ap.add_argument("--n", type=int, default=500, help="answerable and unanswerable questions each")
-    ap.add_argument("--fit", action="store_true", help="fit and write the verifier weights first")
+    ap.add_argument("--split", choices=sorted(SPLITS), default="test")
+    ap.add_argument("--n", type=int, default=0, help="answerable and unanswerable questions each (0 = all)")
+    ap.add_argument("--choose", action="store_true", help="print the threshold that maximises the two rates")
+    ap.add_argument("--fit-selection", action="store_true", help="fit the sentence-selection weights first (calib only)")
     ap.add_argument("--skip-answers", action="store_true")
     ap.add_argument("--skip-verifier", action="store_true")
     args = ap.parse_args()
+    if not args.skip_verifier and args.split == "test":
+        verifier()
     ws = Workspace(get_settings(args.data_dir))
-    print(json.dumps({"mode": ws.answers.mode, "n_each": args.n}))
-    if not args.skip_verifier:
-        verifier(ws, args.fit)
+    if args.fit_selection:
+        fit_selection(ws, args.split)
+        ws.answers.extractive.weights = None  # read the new file
     if not args.skip_answers:
-        answers(ws, args.n)
+        answers(ws, args.split, args.n or None, args.choose)
 
 
 if __name__ == "__main__":

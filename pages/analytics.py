@@ -21,12 +21,14 @@ if df.empty:
     st.stop()
 
 s = log.summary(df)
-c = st.columns(5)
+c = st.columns(6)
 c[0].metric("Answers", s["answers"])
 c[1].metric("Rated", s["rated"])
 c[2].metric("Helpful", f"{s['helpful_rate']:.0%}" if s["helpful_rate"] is not None else "—")
 c[3].metric("Abstained", f"{s['abstention_rate']:.0%}")
-c[4].metric("Mean grounding", f"{s['grounding_mean']:.0%}" if s["grounding_mean"] is not None else "—")
+c[4].metric("Mean supported", f"{s['grounding_mean']:.0%}" if s["grounding_mean"] is not None else "—")
+c[5].metric("Mean answers the question",
+            f"{s['answers_question_mean']:.0%}" if s["answers_question_mean"] is not None else "—")
 
 st.subheader("Over time")
 daily = log.daily(df)
@@ -43,9 +45,11 @@ def histogram(values: pd.Series) -> pd.DataFrame:
 
 
 answered = df[~df["abstained"]]
-left, right = st.columns(2)
-left.caption("Grounding score (answered)")
+left, mid, right = st.columns(3)
+left.caption("Supported (grounding score, answered)")
 left.bar_chart(histogram(answered["grounding"]))
+mid.caption("Answers the question (answered)")
+mid.bar_chart(histogram(answered["answers_question"]))
 right.caption("Confidence (answered)")
 right.bar_chart(histogram(answered["confidence"]))
 
@@ -61,7 +65,7 @@ def show(rows: pd.DataFrame) -> None:
         rating = {1.0: ":material/thumb_up:", -1.0: ":material/thumb_down:"}.get(r["rating"], "·")
         with st.expander(f"{rating} {r['question'][:100]}"):
             st.markdown("**Answer:** " + escape_md(r["answer"]))
-            st.caption(f"grounding {r['grounding']:.2f} · confidence {r['confidence']:.2f} · {r['kb']} · {r['time']:%Y-%m-%d %H:%M}")
+            st.caption(f"supported {r['grounding']:.2f} · answers {r['answers_question']:.2f} · confidence {r['confidence']:.2f} · {r['kb']} · {r['time']:%Y-%m-%d %H:%M}")
             if isinstance(r["comment"], str) and r["comment"]:
                 st.markdown("**Comment:** " + escape_md(r["comment"]))
             for cit in json.loads(r["citations"]):

@@ -24,10 +24,14 @@ LABEL_STYLE = {"supported": "", "partial": "orange", "unsupported": "red"}
 
 
 def badge(answer: Answer) -> str:
-    g, c = answer.grounding_score, answer.confidence
-    gcol = "green" if g >= 0.8 else "orange" if g >= 0.5 else "red"
-    ccol = "green" if c >= 0.7 else "orange" if c >= 0.4 else "red"
-    return f":{gcol}-background[Grounding {g:.0%}] :{ccol}-background[Confidence {c:.0%}] · {answer.mode}"
+    """Two honest scores and the confidence derived from them (grounding/verify.py)."""
+    g, q, c = answer.grounding_score, answer.answers_question, answer.confidence
+
+    def col(v: float) -> str:
+        return "green" if v >= 0.7 else "orange" if v >= 0.4 else "red"
+
+    return (f":{col(g)}-background[Supported {g:.0%}] :{col(q)}-background[Answers the question {q:.0%}] "
+            f":{col(c)}-background[Confidence {c:.0%}] · {answer.mode}")
 
 
 def render_answer(answer: Answer, query_id: str | None, idx: int) -> None:

@@ -230,7 +230,8 @@ def _answer_row(qid, a) -> dict:
         "id": qid, "answer": a.text, "abstained": a.abstained, "reason": a.reason,
         "citations": [{k: c.to_dict()[k] for k in ("n", "doc_id", "source", "page", "chunk_id", "snippet", "score")}
                       for c in a.citations],
-        "grounding_score": a.grounding_score, "confidence": a.confidence, "mode": a.mode,
+        "grounding_score": a.grounding_score, "answers_question": a.answers_question, "confidence": a.confidence,
+        "evidence_score": a.evidence_score, "mode": a.mode,
         "claims": [c.to_dict() for c in a.claims], "invalid_citations": a.invalid_citations,
         "timings_ms": a.timings_ms,
     }
@@ -271,7 +272,8 @@ def cmd_ask(args) -> int:
     for c in a.citations:
         print(f"[{c.n}] {c.source}, page {c.page}: {' '.join(c.snippet.split())[:200]}")
     marks = {"supported": "✓", "partial": "~", "unsupported": "✗"}
-    print(f"\ngrounding {a.grounding_score:.2f} · confidence {a.confidence:.2f} · {a.mode} · "
+    print(f"\nsupported {a.grounding_score:.2f} · answers the question {a.answers_question:.2f} · "
+          f"confidence {a.confidence:.2f} · {a.mode} · "
           f"{a.timings_ms.get('total', 0):.0f} ms")
     for c in a.claims:
         print(f"  {marks[c.label]} {c.text[:120]}")
@@ -279,21 +281,38 @@ def cmd_ask(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from .grounding.verify import Verifier
+    from .grounding.verify import Verifier, answers_question, confidence, judged_score
+    from .reader import get_reader
 
     rows = _read_jsonl(Path(args.pairs), "pairs")
-    ws = _workspace(args)
-    verifier = Verifier(embed=ws.embedder.embed_array)
+    verifier = Verifier(reader=get_reader())
     with Path(args.out).open("w", encoding="utf-8") as fh:
         for n, rec in enumerate(rows, 1):
             if not isinstance(rec.get("answer"), str) or not isinstance(rec.get("sources"), list):
                 raise GroundworkError(f"{Path(args.pairs).name} line {n}: needs 'answer' (text) and 'sources' (list of texts)")
-            claims, score = verifier.verify(rec["answer"], [str(s) for s in rec["sources"]])
-            fh.write(json.dumps({"id": rec.get("id"), "grounding_score": score,
-                                 "claims": [{"text": c.text, "label": c.label, "score": c.score} for c in claims]},
-                                ensure_ascii=False) + "\n")
+            question = rec.get("question") if isinstance(rec.get("question"), str) and rec["question"].strip() else None
+            sources = [str(s) for s in rec["sources"]]
+            # An answer without markers is checked against every source (as if citing all).
+            answer = rec["answer"]
+            claims, supported = verifier.verify(answer, sources, question=question)
+            if claims and not any(c.cited for c in claims) and sources:
+                marks = "".join(f"[{i}]" for i in range(1, len(sources) + 1))
+                claims, supported = verifier.verify(_cite_all(answer, marks), sources, question=question)
+            out = {"id": rec.get("id"), "grounding_score": judged_score(claims) if question else supported,
+                   "supported": supported,
+                   "claims": [{"text": c.text, "label": c.label, "score": c.score, "answers": c.answers} for c in claims]}
+            if question:
+                aq = answers_question(claims)
+                out.update(answers_question=aq, confidence=confidence(supported, aq))
+            fh.write(json.dumps(out, ensure_ascii=False) + "\n")
     _emit(args, {"pairs": len(rows), "out": args.out}, f"{len(rows)} answers verified → {args.out}")
     return 0
+
+
+def _cite_all(answer: str, marks: str) -> str:
+    from .grounding.verify import answer_sentences
+
+    return " ".join(f"{sent.rstrip().rstrip('.!?')} {marks}." for sent in answer_sentences(answer))
 
 
 def cmd_migrate(args) -> int:
@@ -365,7 +384,8 @@ def build_parser() -> argparse.ArgumentParser:
     ask.set_defaults(func=cmd_ask)
 
     ve = sub.add_parser("verify", help="check given answers against given sources", parents=[common])
-    ve.add_argument("--pairs", required=True, help='JSONL of {"id", "answer", "sources": [text, ...]}')
+    ve.add_argument("--pairs", required=True, help='JSONL of {"id", "answer", "sources": [text, ...], "question"?}; with a question, '
+                    'grounding_score judges the answer as an answer to it')
     ve.add_argument("--out", required=True)
     ve.set_defaults(func=cmd_verify)
 

@@ -172,21 +172,3 @@ def get_embedder(settings: Settings) -> MiniLMEmbeddings | OpenAICompatibleEmbed
 def text_key(model_id: str, text: str) -> str:
     """Cache key of an embedding: the same text under the same model is never embedded twice."""
     return hashlib.blake2b(f"{model_id}\x00{text}".encode(), digest_size=16).hexdigest()
-
-
-class MemoEmbed:
-    """Per-request memo: the answer step and the verifier look at the same source sentences,
-    which should be embedded once. Not shared across requests (no unbounded growth)."""
-
-    def __init__(self, embed_array):
-        self._embed = embed_array
-        self._cache: dict[str, np.ndarray] = {}
-
-    def __call__(self, texts: list[str]) -> np.ndarray:
-        new = [t for t in dict.fromkeys(texts) if t not in self._cache]
-        if new:
-            for t, v in zip(new, self._embed(new)):
-                self._cache[t] = v
-        if not texts:
-            return np.zeros((0, 0), dtype=np.float32)
-        return np.stack([self._cache[t] for t in texts])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 import uuid
 
@@ -26,7 +27,8 @@ CREATE TABLE IF NOT EXISTS queries (
     confidence REAL NOT NULL,
     abstained INTEGER NOT NULL,
     mode TEXT NOT NULL,
-    timings TEXT NOT NULL
+    timings TEXT NOT NULL,
+    answers_question REAL
 );
 CREATE INDEX IF NOT EXISTS queries_ts ON queries(ts);
 CREATE TABLE IF NOT EXISTS feedback (
@@ -44,17 +46,25 @@ class FeedbackLog:
     def __init__(self, db: Database):
         self.db = db
         db.executescript(SCHEMA)
+        cols = {r["name"] for r in db.query("PRAGMA table_info(queries)")}
+        if "answers_question" not in cols:  # logs written before the reader model existed: NULL, not 0
+            try:
+                db.executescript("ALTER TABLE queries ADD COLUMN answers_question REAL")
+            except sqlite3.OperationalError as exc:  # another process added it first
+                if "duplicate column" not in str(exc):
+                    raise
 
     def log_answer(self, answer: Answer, kb_ids: list[str], user: str | None = None) -> str:
         qid = uuid.uuid4().hex
         with self.db.transaction() as c:
             c.execute(
-                "INSERT INTO queries VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO queries (query_id, ts, user, kb_ids, question, answer, citations, claims, grounding, "
+                "confidence, abstained, mode, timings, answers_question) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     qid, time.time(), user, json.dumps(kb_ids), answer.question, answer.text,
                     json.dumps([x.to_dict() for x in answer.citations]), json.dumps([x.to_dict() for x in answer.claims]),
                     answer.grounding_score, answer.confidence, int(answer.abstained), answer.mode,
-                    json.dumps(answer.timings_ms),
+                    json.dumps(answer.timings_ms), answer.answers_question,
                 ),
             )
         return qid
@@ -81,7 +91,7 @@ class FeedbackLog:
             "SELECT q.*, f.rating, f.comment FROM queries q LEFT JOIN feedback f ON f.query_id = q.query_id ORDER BY q.ts"
         )
         cols = ["query_id", "ts", "user", "kb_ids", "question", "answer", "citations", "claims", "grounding",
-                "confidence", "abstained", "mode", "timings", "rating", "comment"]
+                "answers_question", "confidence", "abstained", "mode", "timings", "rating", "comment"]
         df = pd.DataFrame([dict(r) for r in rows], columns=cols)
         df["time"] = pd.to_datetime(df["ts"], unit="s")
         df["abstained"] = df["abstained"].astype(bool)
@@ -99,6 +109,8 @@ class FeedbackLog:
             "helpful_rate": float((rated > 0).mean()) if len(rated) else None,
             "abstention_rate": float(df["abstained"].mean()) if len(df) else None,
             "grounding_mean": float(df.loc[~df["abstained"], "grounding"].mean()) if (~df["abstained"]).any() else None,
+            "answers_question_mean": (float(df.loc[~df["abstained"], "answers_question"].mean())
+                                      if (~df["abstained"]).any() else None),
         }
 
     @staticmethod
@@ -125,11 +137,13 @@ class FeedbackLog:
     @staticmethod
     def per_kb(df: pd.DataFrame) -> pd.DataFrame:
         if df.empty:
-            return pd.DataFrame(columns=["kb", "answers", "helpful_rate", "abstention_rate", "grounding_mean"])
+            return pd.DataFrame(columns=["kb", "answers", "helpful_rate", "abstention_rate", "grounding_mean",
+                                         "answers_question_mean"])
         g = df.groupby("kb")
         return pd.DataFrame({
             "answers": g.size(),
             "helpful_rate": g["rating"].apply(lambda r: (r.dropna() > 0).mean()),
             "abstention_rate": g["abstained"].mean(),
             "grounding_mean": g["grounding"].mean(),
+            "answers_question_mean": df[~df["abstained"]].groupby("kb")["answers_question"].mean(),
         }).reset_index()

@@ -178,6 +178,7 @@ class Claim:
     score: float  # support strength in [0, 1]
     cited: list[int] = field(default_factory=list)  # marker numbers the sentence cites
     best_source: int | None = None  # marker of the passage that supports it best
+    answers: float | None = None  # P(this sentence answers the question), when a question is known
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -189,14 +190,15 @@ class Answer:
     text: str  # with inline [n] markers
     citations: list[Citation] = field(default_factory=list)
     claims: list[Claim] = field(default_factory=list)
-    grounding_score: float = 0.0
-    confidence: float = 0.0
+    grounding_score: float = 0.0  # *supported*: share of sentences backed by the sources they cite
+    answers_question: float = 0.0  # calibrated P(the answer answers the question) — reader model
+    confidence: float = 0.0  # answers_question × grounding_score (grounding/verify.py: confidence)
     abstained: bool = False
     reason: str = ""
     suggestions: list[str] = field(default_factory=list)
     invalid_citations: int = 0
     retrieval_score: float = 0.0  # best passage's reranker probability (or fused score)
-    evidence_score: float = 0.0  # extractive mode: the best answer sentence's score
+    evidence_score: float = 0.0  # best P(answers) over the retrieved sentences: what abstention compares
     mode: Literal["llm", "extractive"] = "extractive"
     models: dict[str, str] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)

@@ -67,7 +67,7 @@ def test_ask_question_shows_cited_answer_and_logs_it(data_dir, tmp_path):
     assert not at.exception
     texts = " ".join(m.value for m in at.markdown)
     assert "130 volcanoes" in texts and "volcanoes\\.md" in texts and "page 1" in texts
-    assert any("Grounding 100%" in c.value for c in at.caption)
+    assert any("Supported 100%" in c.value and "Answers the question" in c.value for c in at.caption)
     df = ws.feedback.frame()
     assert list(df["question"]) == ["How many volcanoes does Iceland have?"]
     # an unanswerable question is shown as such, with suggestions

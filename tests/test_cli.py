@@ -122,3 +122,28 @@ def test_identity_flags_enforce_acl(data, tmp_path):
     out = run(data, "search", "--kb", "board", "--query", "merger Globex", "--mode", "keyword",
               "--user", "cfo", "--groups", "board,finance").stdout
     assert "minutes.txt" in out
+
+
+def test_verify_judges_answers_as_answers_to_the_question(data, tmp_path):
+    src = ("The Karlsbrücke observatory was built in 1887 on the northern hill. It was funded by the merchant guild, "
+           "and its first director was Anna Weber.")
+    pairs = tmp_path / "P.jsonl"
+    rows = [
+        {"id": "right", "question": "Who was the first director of the observatory?", "answer": "Anna Weber.", "sources": [src]},
+        {"id": "wrong", "question": "Who was the first director of the observatory?", "answer": "Karl Brandt.", "sources": [src]},
+        {"id": "sentence", "answer": "The Karlsbrücke observatory was built in 1887 on the northern hill [1].", "sources": [src]},
+        {"id": "swapped", "answer": "The Karlsbrücke observatory was built in 1921 on the northern hill [1].", "sources": [src]},
+    ]
+    pairs.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    out = tmp_path / "V.jsonl"
+    run(data, "verify", "--pairs", str(pairs), "--out", str(out))
+    res = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert res["right"]["grounding_score"] > res["wrong"]["grounding_score"]
+    assert res["right"]["answers_question"] > res["wrong"]["answers_question"]
+    assert res["right"]["claims"][0]["label"] == "supported" and res["wrong"]["claims"][0]["label"] != "supported"
+    assert res["sentence"]["claims"][0]["label"] == "supported" and res["swapped"]["claims"][0]["label"] != "supported"
+    assert "answers_question" not in res["sentence"]  # no question, no answering score
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": 1, "answer": 5}\n')
+    p = run(data, "verify", "--pairs", str(bad), "--out", str(out), ok=False)
+    assert p.returncode == 2 and "needs 'answer'" in p.stderr

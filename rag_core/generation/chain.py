@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -18,10 +18,10 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.runnables import RunnableLambda
 
 from ..config import Settings
-from ..embeddings import MemoEmbed
 from ..grounding.citations import attach_markers, resolve
-from ..grounding.verify import Verifier, answer_sentences, confidence, grounding_score, plain
+from ..grounding.verify import Verifier, answer_sentences, answers_question, confidence, grounding_score, plain
 from ..models import Answer, KnowledgeBase, ScoredChunk, SearchFilters
+from ..reader import get_reader
 from ..retrieval.fusion import RRF_K
 from ..retrieval.query import key_terms
 from .extractive import ExtractiveAnswerer
@@ -51,8 +51,9 @@ class AnswerEngine:
         self.settings = settings
         self.chat = chat
         idf = getattr(store, "idf", None)
-        self.verifier = Verifier(embed=embedder.embed_array, idf=idf)
-        self.extractive = ExtractiveAnswerer(embed=embedder.embed_array, idf=idf)
+        self.reader = get_reader(settings.reader_threads)
+        self.verifier = Verifier(reader=self.reader, idf=idf)
+        self.extractive = ExtractiveAnswerer(reader=self.reader, idf=idf, embed=embedder.embed_array)
         self.chain = (
             RunnableLambda(self._condense, name="condense")
             | RunnableLambda(self._retrieve, name="retrieve")
@@ -102,16 +103,10 @@ class AnswerEngine:
 
     # ---- steps -----------------------------------------------------------------------
     def _start(self, req: AnswerRequest) -> dict:
-        memo = MemoEmbed(self.embedder.embed_array)
-        return {
-            "req": req, "t0": time.perf_counter(), "timings": {}, "models": self._models(),
-            # one embedding memo per request, shared by the answer step and the verifier
-            "verifier": replace(self.verifier, embed=memo),
-            "extractive": replace(self.extractive, embed=memo),
-        }
+        return {"req": req, "t0": time.perf_counter(), "timings": {}, "models": self._models()}
 
     def _models(self) -> dict[str, str]:
-        m = {"embedding": getattr(self.embedder, "model_id", "?")}
+        m = {"embedding": getattr(self.embedder, "model_id", "?"), "reader": f"reader-int8@{self.reader.sha256[:12]}"}
         if self.chat is not None:
             m["llm"] = self.settings.llm_model
         return m
@@ -166,20 +161,29 @@ class AnswerEngine:
         return state
 
     def _sufficiency(self, state: dict) -> dict:
+        """Abstain unless some retrieved sentence answers the question: the reader's best
+        P(answers) over the passages' sentences against one threshold (chosen on the SQuAD
+        train split; the same for every corpus — no BM25 or reranker scale involved)."""
         sources: list[ScoredChunk] = state["sources"]
         r = state["retrieved"]
         state["best"] = max((s.scores.get("rerank", s.score) for s in sources), default=0.0)
         if r.lookup_source:
             return state
+        t = time.perf_counter()
         if not sources:
             state["abstain"] = "no passage in the selected knowledge bases matched the question"
         else:
-            best = max(s.scores.get("rerank", s.score) for s in sources)
-            if "rerank" in sources[0].scores and best < self.settings.answer_threshold:
+            # LLM mode answers from every retrieved passage, so every one is read for the gate.
+            ev = self.extractive.read(state["standalone"], sources,
+                                      max_passages=len(sources) if self.chat is not None else None)
+            state["reading"] = ev
+            state["evidence"] = ev.best
+            if ev.best < self.settings.answer_threshold:
                 state["abstain"] = (
-                    f"the closest passage is a weak match (relevance {best:.2f}, "
-                    f"below the {self.settings.answer_threshold:.2f} needed to answer)"
+                    "the closest passages mention the topic but no sentence in them answers the question "
+                    f"(best {ev.best:.2f}, below the {self.settings.answer_threshold:.2f} needed)"
                 )
+        state["timings"]["read"] = _ms(t)
         if (not state.get("abstain") and self.chat is not None and self.settings.llm_relevance_check
                 and "llm_error" not in state["models"]):
             verdict = self._guard(state, lambda: str(self._llm_runnable().invoke(self._messages(state, RELEVANCE_TASK))), "yes")
@@ -206,16 +210,11 @@ class AnswerEngine:
             )
             state["snippets"] = {}
         else:
-            ex = state["extractive"].extract(state["standalone"], state["sources"])
+            ev = state.get("reading") or self.extractive.read(state["standalone"], state["sources"])
+            ex = self.extractive.compose(ev)
             state["draft"], state["snippets"] = ex.text, ex.snippets
-            state["evidence"] = ex.best_score
             if not ex.text:
                 state["abstain"] = "the matching passages contain no sentence that answers the question"
-            elif ex.best_score < self.settings.evidence_threshold:
-                state["abstain"] = (
-                    f"no sentence in the matching passages answers the question well enough "
-                    f"(best {ex.best_score:.2f}, below the {self.settings.evidence_threshold:.2f} needed)"
-                )
         state["timings"]["generate"] = _ms(t)
         return state
 
@@ -227,16 +226,21 @@ class AnswerEngine:
         sources: list[ScoredChunk] = state["sources"]
         draft: str = attach_markers(state["draft"])
         grounded = any(kb.grounded_only for kb in req.kbs)
-        claims, grounding = state["verifier"].verify(draft, [s.chunk.text for s in sources])
+        question = state["standalone"]
+        claims, grounding = self._verify(draft, sources, question)
         rounds = 0
+        lookup = bool(state["retrieved"].lookup_source)
         while (
             self.chat is not None
+            and not lookup
             and not state.get("llm_failed")
             and self.settings.llm_crag
             and rounds < MAX_CRAG_ROUNDS
-            and _confidence(claims, grounding, sources) < self.settings.confidence_threshold
+            and confidence(grounding, answers_question(claims)) < self.settings.confidence_threshold
         ):
             # Corrective retrieval: look for evidence of the unsupported claims, regenerate.
+            # (An answer that is supported but does not answer has no weak claim to search
+            # for: it stays, shown with its low "answers the question" score.)
             rounds += 1
             weak = [c.text for c in claims if c.label != "supported"][:3]
             extra = [r for q in weak for r in self.retrieval.run(q, req.filters, req.kbs[0].retrieval).results]
@@ -244,9 +248,12 @@ class AnswerEngine:
             new = [r for r in extra if r.chunk.chunk_id not in seen and not seen.add(r.chunk.chunk_id)]
             if not new:
                 break
+            redo = self._guard(state, lambda: str(self._llm_runnable().invoke(self._messages(state, sources=sources + new[:4]))), None)
+            if redo is None:  # the endpoint failed mid-correction: keep the answer we have
+                break
             sources = state["sources"] = sources + new[:4]
-            draft = str(self._llm_runnable().invoke(self._messages(state)))
-            claims, grounding = state["verifier"].verify(draft, [s.chunk.text for s in sources])
+            draft = redo
+            claims, grounding = self._verify(draft, sources, question)
         state["timings"]["crag_rounds"] = rounds
         if self.chat is not None and self.settings.llm_verify and "llm_error" not in state["models"]:
             claims, grounding = self._llm_judge(state, claims, sources)
@@ -256,17 +263,18 @@ class AnswerEngine:
                 return self._abstain(state, "grounded-only: no sentence of the draft answer is supported by the sources")
             if len(kept) < len(claims):
                 draft = _keep_sentences(draft, {c.text for c in kept})
-                claims, grounding = state["verifier"].verify(draft, [s.chunk.text for s in sources])
+                claims, grounding = self._verify(draft, sources, question)
         res = resolve(draft, sources, state.get("snippets"))
         for c in claims:
             c.cited = [res.mapping[n] for n in c.cited if n in res.mapping]
             c.best_source = res.mapping.get(c.best_source) if c.best_source else None
-        conf = _confidence(claims, grounding, sources, res.mapping)
+        # A document lookup ("show me the biography file") is answered by showing that document.
+        aq = 1.0 if lookup else answers_question(claims)
         state["timings"]["verify"] = _ms(t)
         state["timings"]["total"] = _ms(state["t0"])
         return Answer(
             question=req.question, text=res.text, citations=res.citations, claims=claims, grounding_score=grounding,
-            confidence=conf, abstained=False, invalid_citations=res.invalid, retrieval_score=round(state["best"], 4),
+            answers_question=aq, confidence=confidence(grounding, aq), abstained=False, invalid_citations=res.invalid, retrieval_score=round(state["best"], 4),
             evidence_score=round(state.get("evidence", 0.0), 4),
             mode="extractive" if state.get("llm_failed") else self.mode, models=state["models"],
             timings_ms=state["timings"], standalone_question=state["standalone"],
@@ -297,6 +305,10 @@ class AnswerEngine:
             standalone_question=state.get("standalone", req.question),
         )
 
+    def _verify(self, draft: str, sources: list[ScoredChunk], question: str):
+        return self.verifier.verify(draft, [s.chunk.text for s in sources], question=question,
+                                    titles=[" — ".join(p for p in (s.chunk.title, s.chunk.section) if p) for s in sources])
+
     def _llm_runnable(self):
         return self.chat | StrOutputParser()
 
@@ -308,9 +320,9 @@ class AnswerEngine:
             self._llm_failed(state, exc)
             return fallback
 
-    def _messages(self, state: dict, task: str | None = None) -> list:
+    def _messages(self, state: dict, task: str | None = None, sources: list[ScoredChunk] | None = None) -> list:
         req: AnswerRequest = state["req"]
-        user = user_message(state["standalone"], state["sources"])
+        user = user_message(state["standalone"], state["sources"] if sources is None else sources)
         return [SystemMessage(system_prompt(req.kbs)), HumanMessage(f"{user}\n\n{task}" if task else user)]
 
     def _llm_judge(self, state: dict, claims, sources: list[ScoredChunk]):
@@ -349,14 +361,3 @@ def _rrf_merge(lists: list[list[ScoredChunk]], k: int) -> list[ScoredChunk]:
 
 def _keep_sentences(text: str, keep: set[str]) -> str:
     return " ".join(s.strip() for s in answer_sentences(text) if plain(s) in keep)
-
-
-def _confidence(claims, grounding: float, sources: list[ScoredChunk], mapping: dict[int, int] | None = None) -> float:
-    cited = {n for c in claims for n in c.cited}
-    if mapping is not None:
-        inv = {v: k for k, v in mapping.items()}
-        cited = {inv[n] for n in cited if n in inv}
-    pool = [sources[n - 1] for n in cited if 1 <= n <= len(sources)] or sources[:1]
-    retrieval = max((s.scores.get("rerank", s.score) for s in pool), default=0.0)
-    coverage = sum(1 for c in claims if c.cited) / len(claims) if claims else 0.0
-    return confidence(grounding, retrieval, coverage)

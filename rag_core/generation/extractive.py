@@ -1,17 +1,26 @@
-"""Extractive answers (offline default, no LLM): the source sentences that best answer the
-question, each followed by its citation marker. Grounded by construction; deterministic.
+"""Extractive answers (offline default, no LLM): the source sentences that *answer* the
+question, each followed by its citation marker.
 
-Sentence score = w_cos·cos(question, sentence) + w_cov·(idf-weighted share of the
-question's content words in the sentence or its passage's title/section) + w_pass·(the
-passage's reranker probability). The best sentence leads; up to `max_sentences` more are
-added when they score close to the best and are not near-duplicates of one already chosen.
-Sentences are shown grouped by passage, in document order, so the answer reads in sequence.
+1. `read`: the sentences of the best passages are read by the reader model (``answers``
+   task, with their document title) and scored by a small logistic model over the reader's
+   logit, the bi-encoder cosine, idf-weighted coverage of the question's words, and the
+   passage's rank and reranker score (SELECTION_FEATURES, fitted on the train side of
+   SQuAD). Only the lexically most promising `max_read` sentences are read, which bounds
+   latency.
+2. `compose`: the best sentence leads; up to `max_sentences - 1` more join when they score
+   at least `relative_cutoff` × the best and do not repeat a chosen one. Sentences read
+   grouped by passage, in document order.
+
+The best combined score is the *evidence* the chain's abstention compares with its single
+threshold (`answer_threshold`).
 """
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
@@ -20,74 +29,138 @@ from ..ingest.chunker import split_sentences
 from ..models import ScoredChunk
 from ..stores.analyzer import analyze
 
-W_COS, W_COV, W_PASSAGE = 0.5, 0.3, 0.2
-
 
 @dataclass
 class Extract:
     text: str  # sentences with markers [n], n = index into `sources` + 1
-    best_score: float
+    best_score: float  # P(answers) of the lead sentence
     used: list[int]  # source numbers used
     snippets: dict[int, str]  # source number -> the sentences taken from it
 
 
 @dataclass
+class Evidence:
+    """Candidate sentences (source index, sentence index, text), their features and the
+    combined P(this sentence answers the question)."""
+
+    cands: list[tuple[int, int, str]] = field(default_factory=list)
+    probs: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    features: np.ndarray = field(default_factory=lambda: np.zeros((0, len(SELECTION_FEATURES))))
+    reader: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the reader's own calibrated P(answers)
+
+    @property
+    def best(self) -> float:
+        return float(self.probs.max()) if len(self.probs) else 0.0
+
+
+# What decides that a sentence answers: the reader (question and sentence read together)
+# first, and what retrieval knows about its passage — a sentence the reader likes in the
+# 4th passage is less likely the answer than one in the best passage. A logistic model over
+# these, fitted on the train side of SQuAD (v2.0 articles 17–19, never seen by the reader
+# in training) by `benchmarks/answer_quality.py --split calib --fit-selection`.
+SELECTION_FEATURES = ("bias", "reader_logit", "cosine", "coverage", "passage", "first_passage", "passage_rank")
+SELECTION_FILE = Path(__file__).with_name("selection_weights.json")
+FALLBACK_SELECTION = {"bias": 0.0, "reader_logit": 1.0, "cosine": 0.0, "coverage": 0.0, "passage": 0.0,
+                      "first_passage": 0.0, "passage_rank": 0.0}
+
+
+def load_selection_weights() -> dict[str, float]:
+    if SELECTION_FILE.exists():
+        data = json.loads(SELECTION_FILE.read_text())
+        return {f: float(data["weights"][f]) for f in SELECTION_FEATURES}
+    return dict(FALLBACK_SELECTION)
+
+
+def _terms(text: str) -> set[str]:
+    return set(analyze(text))
+
+
+@dataclass
 class ExtractiveAnswerer:
-    embed: Callable[[list[str]], np.ndarray]
+    reader: object  # rag_core.reader.Reader
     idf: Callable[[Sequence[str]], dict[str, float]] | None = None
+    embed: Callable[[list[str]], np.ndarray] | None = None  # texts -> unit vectors (the bi-encoder)
+    weights: dict[str, float] | None = None
     max_sentences: int = 3
     max_passages: int = 4
-    relative_cutoff: float = 0.8  # extra sentences must score ≥ this × the best
+    relative_cutoff: float = 0.35  # extra sentences must reach this share of the lead's P(answers)
     max_sentence_chars: int = 600
-    # Embedding a sentence costs ~10 ms on 2 cores: only the lexically most promising ones
-    # go to the model (p95 answer latency is the budget this protects).
-    max_embedded: int = 10
+    # The reader costs ~3–6 ms a sentence on 2 cores: this caps the answer step's latency.
+    max_read: int = 24
 
-    def extract(self, question: str, sources: list[ScoredChunk]) -> Extract:
-        cands: list[tuple[int, int, str]] = []  # (source idx, sentence idx, text)
-        for si, r in enumerate(sources[: self.max_passages]):
+    def read(self, question: str, sources: list[ScoredChunk], max_passages: int | None = None) -> Evidence:
+        cands: list[tuple[int, int, str]] = []
+        for si, r in enumerate(sources[: max_passages or self.max_passages]):
             for k, sent in enumerate(split_sentences(r.chunk.text)):
                 s = " ".join(sent.split())
-                if 20 <= len(s) <= self.max_sentence_chars and not s.startswith("#"):
+                if 12 <= len(s) <= self.max_sentence_chars and not s.startswith("#"):
                     cands.append((si, k, s))
         if not cands:
-            return Extract("", 0.0, [], {})
+            return Evidence()
         q_terms = list(dict.fromkeys(analyze(question)))
         idf = self.idf(q_terms) if (self.idf and q_terms) else {}
         w = {t: max(idf.get(t, 1.0), 0.05) for t in q_terms}
         total = sum(w.values()) or 1.0
-        lexical = np.zeros(len(cands))
+        cov = np.zeros(len(cands))
         for i, (si, _, s) in enumerate(cands):
             c = sources[si].chunk
-            terms = set(analyze(s)) | set(analyze(f"{c.title} {c.section}"))
-            cov = sum(w[t] for t in q_terms if t in terms) / total if q_terms else 0.0
-            passage = float(sources[si].scores.get("rerank", sources[si].score))
-            lexical[i] = W_COV * cov + W_PASSAGE * passage
-        keep = sorted(np.argsort(-lexical)[: self.max_embedded].tolist())
-        cands = [cands[i] for i in keep]
-        lexical = lexical[keep]
-        vecs = self.embed([question] + [c[2] for c in cands])
-        qv, sv = vecs[0], vecs[1:]
-        scores = W_COS * (sv @ qv) + lexical
-        order = list(np.argsort(-scores))
+            terms = _terms(s) | _terms(f"{c.title} {c.section}")
+            cov[i] = sum(w[t] for t in q_terms if t in terms) / total if q_terms else 0.0
+        if len(cands) > self.max_read:
+            lexical = cov + np.array([0.5 / (1 + si) for si, _, _ in cands])  # earlier passages first
+            keep = sorted(np.argsort(-lexical, kind="stable")[: self.max_read].tolist())
+            cands, cov = [cands[i] for i in keep], cov[keep]
+        titles = [_title(sources[si]) for si, _, _ in cands]
+        logits = self.reader.logits("answers", [question] * len(cands), [f"{t} | {c[2]}" for t, c in zip(titles, cands)])
+        if self.embed is not None:
+            vecs = self.embed([question] + [c[2] for c in cands])
+            cos = vecs[1:] @ vecs[0]
+        else:
+            cos = np.zeros(len(cands))
+        x = np.column_stack([
+            np.ones(len(cands)), logits, cos, cov,
+            [float(sources[si].scores.get("rerank", sources[si].score)) for si, _, _ in cands],
+            [1.0 if si == 0 else 0.0 for si, _, _ in cands],
+            [1.0 / (1 + si) for si, _, _ in cands],
+        ])
+        wv = self.weights or load_selection_weights()
+        z = x @ np.array([wv[f] for f in SELECTION_FEATURES])
+        return Evidence(cands, 1.0 / (1.0 + np.exp(-z)), x, self.reader.calibration["answers"](logits))
+
+    def compose(self, ev: Evidence) -> Extract:
+        if not ev.cands:
+            return Extract("", 0.0, [], {})
+        order = list(np.argsort(-ev.probs, kind="stable"))
         best = order[0]
         chosen = [best]
         for i in order[1:]:
-            if len(chosen) >= self.max_sentences or scores[i] < self.relative_cutoff * scores[best]:
+            if len(chosen) >= self.max_sentences or ev.probs[i] < self.relative_cutoff * ev.probs[best]:
                 break
-            if max(float(sv[i] @ sv[j]) for j in chosen) > 0.85:
-                continue  # near-duplicate of a chosen sentence (overlapping chunks repeat text)
+            ti = _terms(ev.cands[i][2])
+            if any(_jaccard(ti, _terms(ev.cands[j][2])) > 0.7 for j in chosen):
+                continue  # overlapping chunks repeat sentences
             chosen.append(i)
-        # Read in order: by the passage's first appearance in the selection, then sentence order.
-        first_pos = {}
+        first_pos: dict[int, int] = {}
         for i in chosen:
-            first_pos.setdefault(cands[i][0], len(first_pos))
-        chosen.sort(key=lambda i: (first_pos[cands[i][0]], cands[i][1]))
+            first_pos.setdefault(ev.cands[i][0], len(first_pos))
+        chosen.sort(key=lambda i: (first_pos[ev.cands[i][0]], ev.cands[i][1]))
         parts, snippets = [], {}
         for i in chosen:
-            si, _, s = cands[i]
+            si, _, s = ev.cands[i]
             n = si + 1
             m = re.match(r"(.*?)([.!?…]+[\"'”’)]*)$", s)
             parts.append(f"{m.group(1)} [{n}]{m.group(2)}" if m else f"{s} [{n}]")
             snippets[n] = (snippets.get(n, "") + " " + s).strip()
-        return Extract(" ".join(parts), float(scores[best]), sorted(snippets), snippets)
+        return Extract(" ".join(parts), float(ev.probs[best]), sorted(snippets), snippets)
+
+    def extract(self, question: str, sources: list[ScoredChunk]) -> Extract:
+        return self.compose(self.read(question, sources))
+
+
+def _title(r: ScoredChunk) -> str:
+    c = r.chunk
+    return " — ".join(p for p in (c.title, c.section) if p)
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0

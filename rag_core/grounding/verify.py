@@ -1,28 +1,28 @@
-"""Claim verification: is each sentence of an answer supported by the sources it cites?
+"""Claim verification with the reader/judge model: two separate questions per sentence.
 
-No NLI or cross-encoder model ships in a usable PyPI package (DESIGN.md §8), so support is
-a calibrated combination of signals that catch what matters in practice:
-- content coverage: the claim's content words found in the source (idf-weighted when the
-  store can say how rare a word is);
-- novelty: names and numbers in the claim that the source never mentions — the typical
-  hallucination or swapped entity ("founded in 1952" vs the source's 1925) — weigh heavily;
-- bigram coverage: word order/phrases, so a bag of the same words is not enough;
-- meaning: the bundled bi-encoder's best cosine between the claim and a source sentence.
-A logistic model turns them into support in [0, 1]; its weights are fitted by
-benchmarks/answer_quality.py on SQuAD-derived pairs (gold sentence vs the same sentence with
-the answer swapped for another entity of the paragraph). An LLM judge can replace it when
-an LLM is configured.
+1. *Supported*: do the sources it cites state it? The reader's ``supports`` task reads the
+   claim together with the source sentences most likely to hold it (each sentence, and
+   each sentence with the one before it: the subject is often named there). A claim that
+   is a verbatim span of a source is supported by definition (it *is* the source's text).
+2. *Answers the question*: does the sentence answer what was asked? The reader's
+   ``answers`` task. A copied sentence that only mentions the topic is supported and still
+   answers nothing: this score is what tells the two apart.
 
-Labels: supported ≥ 0.6 > partial ≥ 0.35 > unsupported. Grounding score = mean over claims
-(supported 1, partial 0.5, unsupported 0).
+Labels: supported ≥ 0.6 > partial ≥ 0.35 > unsupported, on the reader's calibrated
+probability. grounding_score = mean over claims (supported 1, partial 0.5, unsupported 0).
+answers_question = the best claim's P(answers); confidence = answers_question × grounding
+(see `confidence`).
+
+When a question is given and a claim is a fragment ("1636."), support is judged on the
+statement "<question>: <claim>" (the form the ``supports`` task was trained on for short
+answers), and whether it answers is judged on the source sentence that supports it: a
+fragment answers the question when a sentence that states it does.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
@@ -34,19 +34,8 @@ from .citations import MARKER, attach_markers, markers_in
 
 SUPPORTED = 0.6
 PARTIAL = 0.35
-VERIFIER_FEATURES = ("bias", "coverage", "coverage_best", "novel_best", "bigrams", "cosine")
-WEIGHTS_FILE = Path(__file__).with_name("verifier_weights.json")
-FALLBACK_WEIGHTS = {"bias": -4.0, "coverage": 2.0, "coverage_best": 2.0, "novel_best": -6.0, "bigrams": 1.5, "cosine": 4.0}
-
-# Capitalised words not at the sentence start, and numbers: what a swapped fact changes.
-_ENTITY = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][\w\-]+|\b\d[\d,.]*\b")
-
-
-def load_verifier_weights() -> dict[str, float]:
-    if WEIGHTS_FILE.exists():
-        data = json.loads(WEIGHTS_FILE.read_text())
-        return {f: float(data["weights"][f]) for f in VERIFIER_FEATURES}
-    return dict(FALLBACK_WEIGHTS)
+WINDOWS_PER_SOURCE = 2  # evidence windows the model reads per (claim, source)
+SHORT_CLAIM_WORDS = 4  # a claim of at most this many words is a fragment ("1636.", "in Paris.")
 
 
 def plain(sentence: str) -> str:
@@ -68,81 +57,78 @@ def split_claims(answer: str) -> list[tuple[str, list[int]]]:
     return out
 
 
-def _entities(text: str) -> set[str]:
-    return {e.lower().strip(".,") for e in _ENTITY.findall(text)}
+def is_fragment(claim: str) -> bool:
+    return len(claim.split()) <= SHORT_CLAIM_WORDS
+
+
+def as_statement(question: str | None, claim: str) -> str:
+    if not question or not is_fragment(claim):
+        return claim
+    return f"{question.strip().rstrip('?').strip()}: {claim.strip()}"
 
 
 @dataclass
 class Verifier:
-    embed: Callable[[list[str]], np.ndarray] | None = None  # texts -> unit vectors
+    reader: object  # rag_core.reader.Reader
     idf: Callable[[Sequence[str]], dict[str, float]] | None = None
-    weights: dict[str, float] | None = None
 
-    def features(self, claim: str, source: str, cos: float, best: str | None = None) -> np.ndarray:
-        """`best` is the source sentence closest to the claim: a fact swapped for another
-        name *from the same passage* is still "in the source", but not in that sentence."""
-        c_terms = analyze(claim)
-        uniq = list(dict.fromkeys(c_terms))
-        s_terms = analyze(source)
-        s_set = set(s_terms)
-        best = best if best is not None else source
-        b_set = set(analyze(best))
-        idf = self.idf(uniq) if (self.idf and uniq) else {}
-        w = {t: max(idf.get(t, 1.0), 0.05) for t in uniq}
-        total = sum(w.values()) or 1.0
-        coverage = sum(w[t] for t in uniq if t in s_set) / total if uniq else 0.0
-        coverage_best = sum(w[t] for t in uniq if t in b_set) / total if uniq else 0.0
-        ents = _entities(claim)
-        best_low = best.lower()
-        # One swapped name or number is enough to make a claim false: any, not a share.
-        novel_best = 1.0 if any(e not in best_low for e in ents) else 0.0
-        c_bi = set(zip(c_terms, c_terms[1:]))
-        bigrams = len(c_bi & set(zip(s_terms, s_terms[1:]))) / len(c_bi) if c_bi else coverage
-        return np.array([1.0, coverage, coverage_best, novel_best, bigrams, cos])
+    def _windows(self, source: str) -> list[str]:
+        sents = [" ".join(x.split()) for x in split_sentences(source)] or [" ".join(source.split())]
+        return sents + [f"{a} {b}" for a, b in zip(sents, sents[1:])]
 
-    def score_pairs(self, claims: list[str], sources: list[str]) -> np.ndarray:
-        """support[i, j] of claim i by source j."""
-        if not claims or not sources:
-            return np.zeros((len(claims), len(sources)))
-        # A claim that is a verbatim span of a source (an extractive answer's sentences are)
-        # is supported by it by definition: no model needed for that pair.
-        norm_src = [" ".join(s.split()).lower() for s in sources]
-        verbatim = np.array([[" ".join(c.split()).lower().rstrip(".!?…") in s for s in norm_src] for c in claims])
-        sent_lists = [[" ".join(x.split()) for x in split_sentences(s)] or [s] for s in sources]
-        cos = np.zeros((len(claims), len(sources)))
-        best = [[sl[0] for sl in sent_lists] for _ in claims]
-        if self.embed is not None and not verbatim.any(axis=1).all():
-            flat = [x for sl in sent_lists for x in sl]
-            vecs = self.embed(claims + flat)
-            cv, sv = vecs[: len(claims)], vecs[len(claims) :]
-            sims = cv @ sv.T
-            at = 0
-            for j, sl in enumerate(sent_lists):
-                block = sims[:, at : at + len(sl)]
-                cos[:, j] = block.max(axis=1)
-                for i in range(len(claims)):
-                    best[i][j] = sl[int(block[i].argmax())]
-                at += len(sl)
-        weights = self.weights or load_verifier_weights()
-        wv = np.array([weights[f] for f in VERIFIER_FEATURES])
+    def score_pairs(self, claims: list[str], sources: list[str], question: str | None = None) -> np.ndarray:
+        """support[i, j] of claim i by source j (the reader's calibrated probability)."""
+        return self._support(claims, sources, question)[0]
+
+    def _support(self, claims: list[str], sources: list[str], question: str | None):
+        """(support matrix, the evidence window that gave each entry)."""
         out = np.zeros((len(claims), len(sources)))
+        best_win = [["" for _ in sources] for _ in claims]
+        if not claims or not sources:
+            return out, best_win
+        norm_src = [" ".join(s.split()).lower() for s in sources]
+        windows = [self._windows(s) for s in sources]
+        win_terms = [[set(analyze(x)) for x in wins] for wins in windows]
+        firsts, seconds, where = [], [], []
         for i, c in enumerate(claims):
-            for j, s in enumerate(sources):
-                if verbatim[i, j]:
+            stated = as_statement(question, c)
+            key = " ".join(c.split()).lower().rstrip(".!?…")
+            # A whole sentence found verbatim is the source's own words; a fragment ("1887")
+            # found somewhere proves nothing about the question, so it is always read.
+            verbatim = stated == c and len(key.split()) > SHORT_CLAIM_WORDS
+            c_terms = list(dict.fromkeys(analyze(stated)))
+            idf = self.idf(c_terms) if (self.idf and c_terms) else {}
+            w = {t: max(idf.get(t, 1.0), 0.05) for t in c_terms}
+            for j, wins in enumerate(windows):
+                if verbatim and key in norm_src[j]:
                     out[i, j] = 1.0
+                    best_win[i][j] = next((x for x in wins if key in x.lower()), sources[j])
                     continue
-                z = float(self.features(c, s, cos[i, j], best[i][j]) @ wv)
-                out[i, j] = 1.0 / (1.0 + np.exp(-z))
-        return out
+                overlap = [sum(w[t] for t in c_terms if t in terms) for terms in win_terms[j]]
+                for k in sorted(range(len(wins)), key=lambda k: -overlap[k])[:WINDOWS_PER_SOURCE]:
+                    x = wins[k]
+                    firsts.append(stated)
+                    seconds.append(x)
+                    where.append((i, j))
+        if firsts:
+            p = self.reader.supports(firsts, seconds)
+            for (i, j), v, x in zip(where, p, seconds):
+                if float(v) > out[i, j] or not best_win[i][j]:
+                    out[i, j], best_win[i][j] = float(v), x
+        return out, best_win
 
-    def verify(self, answer: str, sources: list[str]) -> tuple[list[Claim], float]:
+    def verify(self, answer: str, sources: list[str], question: str | None = None,
+               titles: list[str] | None = None) -> tuple[list[Claim], float]:
         """Claims of an answer whose markers [n] refer to sources[n-1]; each is checked
         against what it cites, and against all sources (a claim citing the wrong passage
-        is at best partial: the fact is there, the citation is not)."""
+        is at best partial: the fact is there, the citation is not). With a question, each
+        claim also gets P(it answers the question) in `claim.answers`."""
         parts = split_claims(answer)
         if not parts:
             return [], 0.0
-        support = self.score_pairs([p[0] for p in parts], sources)
+        texts = [p[0] for p in parts]
+        support, best_win = self._support(texts, sources, question)
+        titles = titles or [""] * len(sources)
         claims = []
         for i, (text, cited) in enumerate(parts):
             valid = [n for n in cited if 1 <= n <= len(sources)]
@@ -157,6 +143,22 @@ class Verifier:
                 score = min(s_any, (SUPPORTED + PARTIAL) / 2)  # uncited: partial at best
             label = "supported" if score >= SUPPORTED else "partial" if score >= PARTIAL else "unsupported"
             claims.append(Claim(text=text, label=label, score=round(score, 4), cited=valid, best_source=best))
+        if question:
+            firsts, title_list, scale = [], [], []
+            for i, c in enumerate(claims):
+                j = (c.best_source or 1) - 1
+                title = titles[j] if 0 <= j < len(titles) else ""
+                if is_fragment(c.text) and sources:
+                    # a fragment answers when the sentence that states it answers
+                    firsts.append(best_win[i][j] or c.text)
+                    scale.append(float(support[i, j]))
+                else:
+                    firsts.append(c.text)
+                    scale.append(1.0)
+                title_list.append(title)
+            p = self.reader.answers(question, firsts, title_list)
+            for c, v, k in zip(claims, p, scale):
+                c.answers = round(float(v) * k, 4)
         return claims, grounding_score(claims)
 
 
@@ -167,9 +169,26 @@ def grounding_score(claims: list[Claim]) -> float:
     return round(sum(value[c.label] for c in claims) / len(claims), 4)
 
 
-def confidence(grounding: float, retrieval: float, coverage: float) -> float:
-    """confidence = 0.5·grounding + 0.3·retrieval + 0.2·coverage, where retrieval is the best
-    cited passage's reranker probability (or fused score) and coverage the share of claims
-    that carry at least one valid citation. Grounding dominates: an answer whose sentences
-    are not supported cannot be trusted however good the retrieval looked."""
-    return round(0.5 * grounding + 0.3 * max(0.0, min(1.0, retrieval)) + 0.2 * coverage, 4)
+def answers_question(claims: list[Claim]) -> float:
+    """The best sentence's P(it answers the question): one sentence that answers is enough,
+    the others may add context."""
+    vals = [c.answers for c in claims if c.answers is not None]
+    return round(max(vals), 4) if vals else 0.0
+
+
+def judged_score(claims: list[Claim]) -> float:
+    """One number for "is this a right answer to the question, by these sources" (the
+    `verify` command with a question): the mean support probability of the claims times
+    P(answers). Continuous, so two candidate answers are always ranked, never tied on labels."""
+    if not claims:
+        return 0.0
+    support = sum(c.score for c in claims) / len(claims)
+    return round(support * answers_question(claims), 4) if any(c.answers is not None for c in claims) else round(support, 4)
+
+
+def confidence(grounding: float, answers: float) -> float:
+    """confidence = answers_question × grounding_score: the chance the answer both answers
+    the question and says only what the sources say, treating the two as independent.
+    Either one low makes it low — a supported non-answer (a copied sentence that only
+    mentions the topic) and a fluent unsupported answer both show low confidence."""
+    return round(max(0.0, min(1.0, answers)) * max(0.0, min(1.0, grounding)), 4)

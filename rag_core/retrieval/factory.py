@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..config import Settings
 from ..errors import GroundworkError
-from .rerank import CrossEncoderReranker, FeatureReranker, LLMReranker, load_weights
+from .rerank import CrossEncoderReranker, FeatureReranker, LLMReranker, ReaderReranker, load_weights
 
 
 def make_reranker(settings: Settings, store, chat_model=None):
@@ -14,6 +14,10 @@ def make_reranker(settings: Settings, store, chat_model=None):
         return None
     if settings.reranker == "features":
         return base
+    if settings.reranker == "reader":
+        from ..reader import get_reader
+
+        return ReaderReranker(get_reader(settings.reader_threads), base)
     if settings.reranker == "cross-encoder":
         if not settings.reranker_model:
             raise GroundworkError("RAG_RERANKER=cross-encoder needs RAG_RERANKER_MODEL (a local model path or name)")

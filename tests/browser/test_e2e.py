@@ -126,7 +126,7 @@ def test_new_user_journey(server, page, tmp_path, shot_on_failure):
     box.press("Enter")
     reply = page.locator("[data-testid=stChatMessage]").nth(1)
     reply.get_by_text("Flat is better than nested").first.wait_for()
-    page.get_by_text("Grounding").first.wait_for()
+    page.get_by_text("Supported").first.wait_for()
     page.get_by_text("Sources (").first.click()
     page.get_by_text("google-doc-document.pdf").first.wait_for()
     page.get_by_text("page 1").first.wait_for()

@@ -31,8 +31,11 @@ def ws(tmp_path_factory):
     (root / "paris.md").write_text("# France\n\nParis is the capital of France. The Seine flows through Paris.\n")
     (root / "moon.txt").write_text("The Moon orbits the Earth every 27.3 days. Its surface is covered in regolith.\n")
     (root / "travel.txt").write_text(INJECTION)
+    (root / "recycling.md").write_text(
+        "# Recycling guide\n\nThe glass rule: the precise rule is somewhat quirky and hard to find in the references. "
+        "Glass bottles go in the green container, which is emptied every Tuesday morning.\n")
     w.create_kb("facts")
-    w.ingest("facts", [root / "paris.md", root / "moon.txt", root / "travel.txt"])
+    w.ingest("facts", [root / "paris.md", root / "moon.txt", root / "travel.txt", root / "recycling.md"])
     w.create_kb("strict", grounded_only=True, instructions="Answer in one short paragraph.")
     w.ingest("strict", [root / "paris.md", root / "moon.txt"])
     yield w
@@ -59,8 +62,8 @@ def test_extractive_answer_cites_the_right_passage(ws):
     assert "Paris is the capital of France" in a.text and "[1]" in a.text
     assert a.citations[0].source == "paris.md" and a.citations[0].page == 1
     assert "Paris is the capital" in a.citations[0].snippet
-    assert a.grounding_score == 1.0 and a.invalid_citations == 0
-    assert 0.5 < a.confidence <= 1.0
+    assert a.invalid_citations == 0 and a.grounding_score == 1.0  # the source's own sentence
+    assert a.answers_question > 0.5 and a.confidence > 0.5
     assert {"retrieve", "generate", "verify", "total"} <= set(a.timings_ms)
 
 
@@ -68,6 +71,29 @@ def test_abstains_with_reason_and_suggestions(ws):
     a = ws.ask(["facts"], "Who won the football world cup in 1998?")
     assert a.abstained and a.text == ABSTAIN_TEXT
     assert a.reason and a.suggestions and a.citations == []
+
+
+def test_the_sentence_that_answers_is_chosen_over_one_that_only_mentions_the_topic(ws):
+    a = ws.ask(["facts"], "Where do glass bottles go?")
+    assert not a.abstained and "green container" in a.text
+    assert "quirky" not in a.text
+    assert a.answers_question > ws.settings.answer_threshold
+
+
+def test_a_near_miss_question_the_documents_do_not_answer_abstains(ws):
+    # paris.md is about capitals and says nothing of Germany's
+    a = ws.ask(["facts"], "What is the capital of Germany?")
+    assert a.abstained and a.text == ABSTAIN_TEXT
+    assert "answers the question" in a.reason and a.evidence_score < ws.settings.answer_threshold
+    b = ws.ask(["facts"], "When is the green container emptied?")
+    assert not b.abstained and "Tuesday" in b.text
+
+
+def test_a_non_answer_never_shows_high_confidence(ws):
+    chat = FakeListChatModel(responses=["The glass rule: the precise rule is somewhat quirky and hard to find in the references [1]."])
+    a = engine_with(ws, chat).answer(ws.answer_request(["facts"], "Where do glass bottles go?"))
+    assert not a.abstained and a.grounding_score >= 0.5  # it is what the source says…
+    assert a.answers_question < 0.5 and a.confidence < 0.5  # …and answers nothing
 
 
 def test_injected_instructions_do_not_take_over_extractive(ws):

@@ -16,6 +16,7 @@ import openai
 import pytest
 
 from rag_core.config import Settings, get_settings
+from rag_core.grounding.citations import attach_markers, markers_in
 from rag_core.generation.llm import make_chat_model
 from tests.llm_server import LLMServerUnavailable, free_port, start_llm_server
 
@@ -52,7 +53,7 @@ def test_answer_engine_streams_real_llm_answer(server, tmp_path):
     ws = Workspace(get_settings(
         tmp_path / "data", openai_base_url=server.base_url + "/v1", openai_api_key="x",
         llm_model=server.model, llm_timeout=60, llm_crag=False, llm_condense=False,
-        answer_threshold=0.0,  # the wiring is under test here, not the reranker's abstention cut-off
+        answer_threshold=0.0,  # the wiring is under test here, not the reader's abstention cut-off
     ))
     try:
         (tmp_path / "paris.md").write_text(
@@ -76,8 +77,10 @@ def test_answer_engine_streams_real_llm_answer(server, tmp_path):
     a = last["answer"]
     assert a.mode == "llm" and not a.abstained and a.text.strip()
     assert a.models.get("llm") == server.model
-    # whatever the small model cited, only markers that point to retrieved sources survive
-    assert isinstance(a.invalid_citations, int) and a.invalid_citations >= 0
+    # whatever the small model cited, only markers that point to retrieved sources survive,
+    # and every marker of the streamed draft that pointed to no source is counted invalid
+    streamed_markers = markers_in(attach_markers("".join(e["text"] for e in tokens)))
+    assert a.invalid_citations == sum(1 for n in streamed_markers if not 1 <= n <= len(chunk_ids))
     assert [c.n for c in a.citations] == list(range(1, len(a.citations) + 1))
     for c in a.citations:
         assert c.chunk_id in chunk_ids and c.source in {"paris.md", "moon.txt"}

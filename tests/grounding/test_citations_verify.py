@@ -1,11 +1,10 @@
-"""Citation parsing and the offline claim verifier (real embedding model)."""
+"""Citation parsing and the claim verifier (the real reader model that ships in the repo)."""
 
 import pytest
 
-from rag_core.config import get_settings
-from rag_core.embeddings import get_embedder
 from rag_core.grounding.citations import attach_markers, markers_in, resolve
-from rag_core.grounding.verify import Verifier, confidence, grounding_score, split_claims
+from rag_core.grounding.verify import Verifier, answers_question, confidence, grounding_score, judged_score, split_claims
+from rag_core.reader import get_reader
 from rag_core.models import Chunk, Claim, ScoredChunk
 
 
@@ -33,7 +32,7 @@ def test_attach_markers_moves_trailing_markers_into_the_sentence():
 
 @pytest.fixture(scope="module")
 def verifier():
-    return Verifier(embed=get_embedder(get_settings()).embed_array)
+    return Verifier(reader=get_reader())
 
 
 def test_verifier_separates_supported_from_swapped(verifier):
@@ -47,7 +46,7 @@ def test_verifier_separates_supported_from_swapped(verifier):
     labels = [c.label for c in claims]
     assert labels[0] == "supported"
     assert labels[1] != "supported" and labels[2] == "unsupported"
-    assert claims[0].score > claims[1].score > claims[2].score
+    assert claims[0].score > claims[1].score and claims[0].score > claims[2].score
     assert 0 < score < 1
 
 
@@ -57,7 +56,30 @@ def test_wrong_citation_is_not_fully_supported(verifier):
     assert claims[0].label == "partial" and claims[0].best_source == 2
 
 
-def test_scores_and_confidence_formula():
+def test_a_supported_sentence_that_does_not_answer_scores_low_on_answering(verifier):
+    src = ("Parental leave. The leave rule: the precise rule is somewhat quirky and hard to find in the references. "
+           "Parents may take up to 16 weeks of paid leave after the birth of a child.")
+    q = "How many weeks of paid parental leave can parents take?"
+    mention, _ = verifier.verify("The leave rule: the precise rule is somewhat quirky and hard to find in the references [1].",
+                                 [src], question=q)
+    answer, _ = verifier.verify("Parents may take up to 16 weeks of paid leave after the birth of a child [1].", [src], question=q)
+    assert mention[0].label == "supported" and answer[0].label == "supported"  # both are the source's words
+    assert answers_question(answer) > 0.5 > answers_question(mention)
+    assert confidence(grounding_score(mention), answers_question(mention)) < 0.5
+    assert confidence(grounding_score(answer), answers_question(answer)) > 0.5
+
+
+def test_with_a_question_the_right_short_answer_outscores_a_hallucinated_one(verifier):
+    src = "The observatory was built in 1887 on the northern hill and was funded by the merchant guild."
+    q = "When was the observatory built?"
+    right = judged_score(verifier.verify("1887 [1].", [src], question=q)[0])
+    wrong = judged_score(verifier.verify("1903 [1].", [src], question=q)[0])
+    assert right > wrong and wrong < 0.2
+
+
+def test_confidence_needs_both_scores():
     cl = [Claim("a", "supported", 0.9, [1]), Claim("b", "partial", 0.5, [1]), Claim("c", "unsupported", 0.1)]
     assert grounding_score(cl) == 0.5
-    assert confidence(0.5, 0.8, 2 / 3) == pytest.approx(0.5 * 0.5 + 0.3 * 0.8 + 0.2 * 2 / 3, abs=1e-4)
+    assert confidence(1.0, 0.1) < 0.2  # supported but not an answer
+    assert confidence(0.0, 0.95) == 0.0  # answers, but nothing backs it
+    assert confidence(1.0, 0.9) == pytest.approx(0.9)

@@ -73,3 +73,20 @@ def test_cross_encoder_needs_its_package_and_says_so():
     if importlib.util.find_spec("sentence_transformers") is None:
         with pytest.raises(MissingDependency, match="pip install sentence-transformers"):
             CrossEncoderReranker("cross-encoder/ms-marco-MiniLM-L-6-v2")
+
+
+def test_reader_reranker_puts_the_passage_that_addresses_the_query_first():
+    """Our reader model (real, shipped) reads query and passage together: the passage that
+    is about the query's claim wins over ones that share its words in another sense."""
+    from rag_core.reader import get_reader
+    from rag_core.retrieval.rerank import ReaderReranker
+
+    q = "Linear regression models are fitted by least squares."
+    cands = [
+        cand("nonlin", "Non-linear regression models such as exponential growth curves are fitted iteratively.", 6, 0.6),
+        cand("lin", "A linear regression model is fitted by ordinary least squares, minimising squared residuals.", 6, 0.6),
+        cand("other", "The weather station recorded heavy rain on Tuesday.", 0, 0.05),
+    ]
+    out = ReaderReranker(get_reader(), FeatureReranker()).rerank(q, cands)
+    assert out[0].chunk.chunk_id == "lin" and out[-1].chunk.chunk_id == "other"
+    assert all("reader" in c.scores and 0 < c.score < 1 for c in out)

@@ -1,0 +1,149 @@
+"""The reader/judge: a small cross-encoder that reads a question (or claim) and a text
+*together* — the one thing word overlap and a bi-encoder's cosine cannot do.
+
+Our own model (DESIGN.md §5, §8): all-MiniLM-L6-v2 fine-tuned on train-side SQuAD and
+SciFact pairs (training/reader/, model card in model/MODEL_CARD.md), int8 ONNX, run with
+onnxruntime (no torch). One network, three tasks, selected by a prefix on the first text:
+
+- ``answers``:  does this sentence answer the question?   (answer selection, abstention,
+  the *answers the question* score)
+- ``supports``: do these source sentences state this claim? (claim verification)
+- ``relevant``: is this passage relevant to the query?      (reranking)
+
+Outputs are logits; `model/reader.json` holds a per-task Platt calibration fitted on
+held-out *train-side* pairs, so `prob()` is a probability one threshold can be set on.
+The file's sha256 is checked at load: a corrupted or swapped model refuses to load.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import MissingDependency
+
+MODEL_DIR = Path(__file__).with_name("model")
+MODEL_FILE = MODEL_DIR / "reader-int8.onnx"
+META_FILE = MODEL_DIR / "reader.json"
+# Token limits per task, as in training (training/reader/train.py MAX_LEN).
+MAX_LEN = {"answers": 128, "supports": 160, "relevant": 192}
+TASKS = tuple(MAX_LEN)
+
+
+class ReaderIntegrityError(RuntimeError):
+    pass
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Calibration:
+    a: float = 1.0
+    b: float = 0.0
+
+    def __call__(self, logits: np.ndarray) -> np.ndarray:
+        return 1.0 / (1.0 + np.exp(-(self.a * logits + self.b)))
+
+
+class Reader:
+    # One pair per run: dynamic int8 quantisation scales activations per run, so in a batch a
+    # pair's score would depend on its neighbours (logits moved by up to 0.19). Run alone,
+    # every pair has one score whatever else is read, and there is no padding; measured on
+    # 2 cores, batch 1 was as fast as batch 32 (34–37 vs 24–29 pairs/s, under load).
+    def __init__(self, model_file: Path = MODEL_FILE, meta_file: Path = META_FILE, threads: int = 0,
+                 batch_size: int = 1):
+        try:
+            import onnxruntime as ort
+            import tokenizers
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise MissingDependency(f"the reader model needs {exc.name}: pip install -r requirements.txt") from exc
+        from ..embeddings import _tokenizer_path
+
+        if not model_file.exists():
+            raise ReaderIntegrityError(f"reader model missing: {model_file}")
+        meta = json.loads(meta_file.read_text())
+        digest = file_sha256(model_file)
+        if digest != meta["sha256"]:
+            raise ReaderIntegrityError(
+                f"reader model {model_file.name} has sha256 {digest[:12]}…, expected {meta['sha256'][:12]}… "
+                "(file corrupted or replaced; restore it from the repository)"
+            )
+        self.meta = meta
+        self.sha256 = digest
+        self.calibration = {t: Calibration(**meta.get("calibration", {}).get(t, {})) for t in TASKS}
+        self.batch_size = batch_size
+        self._tok = {}
+        for task, n in MAX_LEN.items():
+            tok = tokenizers.Tokenizer.from_file(str(_tokenizer_path()))
+            tok.enable_truncation(n, strategy="longest_first")
+            tok.no_padding()
+            self._tok[task] = tok
+        opts = ort.SessionOptions()
+        if threads:
+            opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        opts.enable_cpu_mem_arena = False  # batches of every shape: see embeddings.py
+        self.session = ort.InferenceSession(str(model_file), opts, providers=["CPUExecutionProvider"])
+        self._lock = threading.Lock()
+
+    def logits(self, task: str, firsts: list[str], seconds: list[str]) -> np.ndarray:
+        if task not in MAX_LEN:
+            raise ValueError(f"unknown reader task {task!r}")
+        if len(firsts) != len(seconds):
+            raise ValueError("firsts and seconds differ in length")
+        out = np.zeros(len(firsts), dtype=np.float64)
+        if not firsts:
+            return out
+        enc = self._tok[task].encode_batch([(f"{task}: {a}", b or " ") for a, b in zip(firsts, seconds)])
+        order = sorted(range(len(enc)), key=lambda i: len(enc[i].ids))
+        for s in range(0, len(order), self.batch_size):
+            idx = order[s : s + self.batch_size]
+            width = max(len(enc[i].ids) for i in idx)
+            ids = np.zeros((len(idx), width), dtype=np.int64)
+            types = np.zeros_like(ids)
+            mask = np.zeros_like(ids)
+            for r, i in enumerate(idx):
+                e = enc[i]
+                ids[r, : len(e.ids)] = e.ids
+                types[r, : len(e.ids)] = e.type_ids
+                mask[r, : len(e.ids)] = 1
+            with self._lock:
+                res = self.session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})[0]
+            out[idx] = res.reshape(-1)
+        return out
+
+    def prob(self, task: str, firsts: list[str], seconds: list[str]) -> np.ndarray:
+        return self.calibration[task](self.logits(task, firsts, seconds))
+
+    # ---- the three questions it answers ----------------------------------------------------
+    def answers(self, question: str, sentences: list[str], titles: list[str] | None = None) -> np.ndarray:
+        """P(the sentence answers the question), per sentence; `titles` give each sentence
+        the document context it was trained with ("TITLE | SENTENCE")."""
+        titles = titles or [""] * len(sentences)
+        return self.prob("answers", [question] * len(sentences), [f"{t} | {s}" for t, s in zip(titles, sentences)])
+
+    def supports(self, claims: list[str], evidence: list[str]) -> np.ndarray:
+        """P(evidence[i] states claims[i])."""
+        return self.prob("supports", claims, evidence)
+
+    def relevant(self, query: str, passages: list[str], titles: list[str] | None = None) -> np.ndarray:
+        titles = titles or [""] * len(passages)
+        return self.prob("relevant", [query] * len(passages), [f"{t} | {p}" for t, p in zip(titles, passages)])
+
+
+@lru_cache(maxsize=2)
+def get_reader(threads: int = 0) -> Reader:
+    """One reader per process (the model loads once, ~0.2 s)."""
+    return Reader(threads=threads)

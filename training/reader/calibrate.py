@@ -1,0 +1,91 @@
+"""Calibrate the shipped int8 reader on held-out train-side pairs; write model/reader.json.
+
+    python training/reader/calibrate.py --pairs training/out/pairs      # runtime env, ~1 min
+
+Per task, Platt scaling (p = σ(a·logit + b)) fitted on calib.jsonl (SQuAD v2.0 train articles
+17–19, never trained on) with the *int8 file that ships* (so quantisation is calibrated too).
+Also records the file's sha256 (checked at every load), size, load time and pairs/s.
+The ``relevant`` task has no held-out pairs here; its raw logit is used only inside the
+reranker's fitted combination, so it keeps the identity calibration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from rag_core.reader import META_FILE, MODEL_FILE, Reader, file_sha256  # noqa: E402
+
+
+def platt(logits: np.ndarray, y: np.ndarray, iters: int = 100) -> tuple[float, float]:
+    """Logistic regression of y on the logit (Newton steps, Platt's smoothed targets)."""
+    n1, n0 = y.sum(), len(y) - y.sum()
+    t = np.where(y == 1, (n1 + 1) / (n1 + 2), 1 / (n0 + 2))
+    a, b = 1.0, 0.0
+    for _ in range(iters):
+        p = 1 / (1 + np.exp(-(a * logits + b)))
+        g = np.array([((p - t) * logits).sum(), (p - t).sum()])
+        w = p * (1 - p) + 1e-9
+        h = np.array([[(w * logits * logits).sum(), (w * logits).sum()], [(w * logits).sum(), w.sum()]])
+        step = np.linalg.solve(h + 1e-6 * np.eye(2), g)
+        a, b = a - step[0], b - step[1]
+        if np.abs(step).max() < 1e-8:
+            break
+    return float(a), float(b)
+
+
+def auc(pos, neg) -> float:
+    pos, neg = np.asarray(pos), np.asarray(neg)
+    return float((pos[:, None] > neg[None, :]).mean() + 0.5 * (pos[:, None] == neg[None, :]).mean())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pairs", required=True)
+    ap.add_argument("--train-report", default=None, help="training run folder (its log is summarised in the card)")
+    args = ap.parse_args()
+    rows = [json.loads(x) for x in (Path(args.pairs) / "calib.jsonl").open()]
+    sha = file_sha256(MODEL_FILE)
+    meta = {"sha256": sha, "calibration": {}}
+    META_FILE.write_text(json.dumps(meta))
+    t = time.perf_counter()
+    reader = Reader()
+    load_s = time.perf_counter() - t
+    report = {"file": MODEL_FILE.name, "mb": round(MODEL_FILE.stat().st_size / 1e6, 2), "sha256": sha,
+              "load_s": round(load_s, 3), "calibration": {}, "calib_auc": {}}
+    for task in ("answers", "supports"):
+        sel = [r for r in rows if r["task"] == task]
+        t = time.perf_counter()
+        lg = reader.logits(task, [r["a"] for r in sel], [r["b"] for r in sel])
+        secs = time.perf_counter() - t
+        y = np.array([r["label"] for r in sel], dtype=float)
+        a, b = platt(lg, y)
+        meta["calibration"][task] = {"a": round(a, 6), "b": round(b, 6)}
+        p = 1 / (1 + np.exp(-(a * lg + b)))
+        bins = np.clip((p * 10).astype(int), 0, 9)
+        rel = [{"bin": f"{k / 10:.1f}-{(k + 1) / 10:.1f}", "n": int((bins == k).sum()),
+                "mean_p": round(float(p[bins == k].mean()), 3), "observed": round(float(y[bins == k].mean()), 3)}
+               for k in range(10) if (bins == k).any()]
+        report["calibration"][task] = {"a": round(a, 4), "b": round(b, 4), "pairs": len(sel),
+                                       "pairs_per_s": round(len(sel) / secs, 1), "reliability": rel,
+                                       "brier": round(float(((p - y) ** 2).mean()), 4)}
+        kinds = sorted({r["kind"] for r in sel if r["label"] == 0})
+        pos = lg[y == 1]
+        report["calib_auc"][task] = round(auc(pos, lg[y == 0]), 4)
+        for k in kinds:
+            report["calib_auc"][f"{task}/{k}"] = round(auc(pos, lg[[i for i, r in enumerate(sel) if r["kind"] == k]]), 4)
+    META_FILE.write_text(json.dumps(meta, indent=1) + "\n")
+    out = ROOT / "rag_core" / "reader" / "model" / "calibration_report.json"
+    out.write_text(json.dumps(report, indent=1) + "\n")
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()
