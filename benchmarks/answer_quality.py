@@ -36,6 +36,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rag_core.config import get_settings  # noqa: E402
 from rag_core.evaluation import percentile  # noqa: E402
+from rag_core.generation.extractive import load_selection_weights  # noqa: E402
 from rag_core.grounding.verify import Verifier, judged_score  # noqa: E402
 from rag_core.ingest.chunker import split_sentences  # noqa: E402
 from rag_core.reader import get_reader  # noqa: E402
@@ -257,7 +258,7 @@ def main() -> None:
     ws = Workspace(get_settings(args.data_dir))
     if args.fit_selection:
         fit_selection(ws, args.split)
-        ws.answers.extractive.weights = None  # read the new file
+        ws.answers.extractive.weights = load_selection_weights()  # the file just written
     if not args.skip_answers:
         answers(ws, args.split, args.n or None, args.choose)
 

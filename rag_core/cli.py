@@ -281,7 +281,7 @@ def cmd_ask(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from .grounding.verify import Verifier, answers_question, confidence, judged_score
+    from .grounding.verify import Verifier, answers_question, confidence, judged_score, split_claims
     from .reader import get_reader
 
     rows = _read_jsonl(Path(args.pairs), "pairs")
@@ -292,12 +292,12 @@ def cmd_verify(args) -> int:
                 raise GroundworkError(f"{Path(args.pairs).name} line {n}: needs 'answer' (text) and 'sources' (list of texts)")
             question = rec.get("question") if isinstance(rec.get("question"), str) and rec["question"].strip() else None
             sources = [str(s) for s in rec["sources"]]
-            # An answer without markers is checked against every source (as if citing all).
+            # An answer that cites no source is checked against every source (as if citing all).
             answer = rec["answer"]
+            parts = split_claims(answer)
+            if parts and sources and not any(1 <= n <= len(sources) for _, cited in parts for n in cited):
+                answer = _cite_all(answer, "".join(f"[{i}]" for i in range(1, len(sources) + 1)))
             claims, supported = verifier.verify(answer, sources, question=question)
-            if claims and not any(c.cited for c in claims) and sources:
-                marks = "".join(f"[{i}]" for i in range(1, len(sources) + 1))
-                claims, supported = verifier.verify(_cite_all(answer, marks), sources, question=question)
             out = {"id": rec.get("id"), "grounding_score": judged_score(claims) if question else supported,
                    "supported": supported,
                    "claims": [{"text": c.text, "label": c.label, "score": c.score, "answers": c.answers} for c in claims]}

@@ -85,10 +85,15 @@ class Chunk:
     acl_users: list[str] = field(default_factory=list)
     acl_groups: list[str] = field(default_factory=list)
 
+    @property
+    def heading(self) -> str:
+        """Title and section path: the context a passage's own words lack."""
+        return " — ".join(p for p in (self.title, self.section) if p)
+
     def index_text(self) -> str:
         """Text that is embedded and keyword-indexed: title and section give a passage
         the context its own words lack (a chunk of a CV rarely repeats the person's name)."""
-        head = " — ".join(p for p in (self.title, self.section) if p)
+        head = self.heading
         return f"{head}\n{self.text}" if head else self.text
 
     def to_dict(self) -> dict[str, Any]:

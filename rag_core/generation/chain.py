@@ -307,7 +307,7 @@ class AnswerEngine:
 
     def _verify(self, draft: str, sources: list[ScoredChunk], question: str):
         return self.verifier.verify(draft, [s.chunk.text for s in sources], question=question,
-                                    titles=[" — ".join(p for p in (s.chunk.title, s.chunk.section) if p) for s in sources])
+                                    titles=[s.chunk.heading for s in sources])
 
     def _llm_runnable(self):
         return self.chat | StrOutputParser()

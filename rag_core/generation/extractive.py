@@ -27,7 +27,7 @@ import numpy as np
 
 from ..ingest.chunker import split_sentences
 from ..models import ScoredChunk
-from ..stores.analyzer import analyze
+from ..stores.analyzer import analyze, term_weights
 
 
 @dataclass
@@ -46,7 +46,6 @@ class Evidence:
     cands: list[tuple[int, int, str]] = field(default_factory=list)
     probs: np.ndarray = field(default_factory=lambda: np.zeros(0))
     features: np.ndarray = field(default_factory=lambda: np.zeros((0, len(SELECTION_FEATURES))))
-    reader: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the reader's own calibrated P(answers)
 
     @property
     def best(self) -> float:
@@ -80,7 +79,7 @@ class ExtractiveAnswerer:
     reader: object  # rag_core.reader.Reader
     idf: Callable[[Sequence[str]], dict[str, float]] | None = None
     embed: Callable[[list[str]], np.ndarray] | None = None  # texts -> unit vectors (the bi-encoder)
-    weights: dict[str, float] | None = None
+    weights: dict[str, float] = field(default_factory=load_selection_weights)  # read once, not per question
     max_sentences: int = 3
     max_passages: int = 4
     relative_cutoff: float = 0.35  # extra sentences must reach this share of the lead's P(answers)
@@ -97,20 +96,18 @@ class ExtractiveAnswerer:
                     cands.append((si, k, s))
         if not cands:
             return Evidence()
-        q_terms = list(dict.fromkeys(analyze(question)))
-        idf = self.idf(q_terms) if (self.idf and q_terms) else {}
-        w = {t: max(idf.get(t, 1.0), 0.05) for t in q_terms}
+        w = term_weights(analyze(question), self.idf)
         total = sum(w.values()) or 1.0
         cov = np.zeros(len(cands))
         for i, (si, _, s) in enumerate(cands):
             c = sources[si].chunk
             terms = _terms(s) | _terms(f"{c.title} {c.section}")
-            cov[i] = sum(w[t] for t in q_terms if t in terms) / total if q_terms else 0.0
+            cov[i] = sum(v for t, v in w.items() if t in terms) / total
         if len(cands) > self.max_read:
             lexical = cov + np.array([0.5 / (1 + si) for si, _, _ in cands])  # earlier passages first
             keep = sorted(np.argsort(-lexical, kind="stable")[: self.max_read].tolist())
             cands, cov = [cands[i] for i in keep], cov[keep]
-        titles = [_title(sources[si]) for si, _, _ in cands]
+        titles = [sources[si].chunk.heading for si, _, _ in cands]
         logits = self.reader.logits("answers", [question] * len(cands), [f"{t} | {c[2]}" for t, c in zip(titles, cands)])
         if self.embed is not None:
             vecs = self.embed([question] + [c[2] for c in cands])
@@ -123,9 +120,8 @@ class ExtractiveAnswerer:
             [1.0 if si == 0 else 0.0 for si, _, _ in cands],
             [1.0 / (1 + si) for si, _, _ in cands],
         ])
-        wv = self.weights or load_selection_weights()
-        z = x @ np.array([wv[f] for f in SELECTION_FEATURES])
-        return Evidence(cands, 1.0 / (1.0 + np.exp(-z)), x, self.reader.calibration["answers"](logits))
+        z = x @ np.array([self.weights[f] for f in SELECTION_FEATURES])
+        return Evidence(cands, 1.0 / (1.0 + np.exp(-z)), x)
 
     def compose(self, ev: Evidence) -> Extract:
         if not ev.cands:
@@ -155,11 +151,6 @@ class ExtractiveAnswerer:
 
     def extract(self, question: str, sources: list[ScoredChunk]) -> Extract:
         return self.compose(self.read(question, sources))
-
-
-def _title(r: ScoredChunk) -> str:
-    c = r.chunk
-    return " — ".join(p for p in (c.title, c.section) if p)
 
 
 def _jaccard(a: set[str], b: set[str]) -> float:

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..ingest.chunker import split_sentences
 from ..models import Claim
-from ..stores.analyzer import analyze
+from ..stores.analyzer import analyze, term_weights
 from .citations import MARKER, attach_markers, markers_in
 
 SUPPORTED = 0.6
@@ -76,12 +76,9 @@ class Verifier:
         sents = [" ".join(x.split()) for x in split_sentences(source)] or [" ".join(source.split())]
         return sents + [f"{a} {b}" for a, b in zip(sents, sents[1:])]
 
-    def score_pairs(self, claims: list[str], sources: list[str], question: str | None = None) -> np.ndarray:
-        """support[i, j] of claim i by source j (the reader's calibrated probability)."""
-        return self._support(claims, sources, question)[0]
-
     def _support(self, claims: list[str], sources: list[str], question: str | None):
-        """(support matrix, the evidence window that gave each entry)."""
+        """(support[i, j] of claim i by source j — the reader's calibrated probability —,
+        the evidence window that gave each entry)."""
         out = np.zeros((len(claims), len(sources)))
         best_win = [["" for _ in sources] for _ in claims]
         if not claims or not sources:
@@ -96,15 +93,13 @@ class Verifier:
             # A whole sentence found verbatim is the source's own words; a fragment ("1887")
             # found somewhere proves nothing about the question, so it is always read.
             verbatim = stated == c and len(key.split()) > SHORT_CLAIM_WORDS
-            c_terms = list(dict.fromkeys(analyze(stated)))
-            idf = self.idf(c_terms) if (self.idf and c_terms) else {}
-            w = {t: max(idf.get(t, 1.0), 0.05) for t in c_terms}
+            w = term_weights(analyze(stated), self.idf)
             for j, wins in enumerate(windows):
                 if verbatim and key in norm_src[j]:
                     out[i, j] = 1.0
                     best_win[i][j] = next((x for x in wins if key in x.lower()), sources[j])
                     continue
-                overlap = [sum(w[t] for t in c_terms if t in terms) for terms in win_terms[j]]
+                overlap = [sum(v for t, v in w.items() if t in terms) for terms in win_terms[j]]
                 for k in sorted(range(len(wins)), key=lambda k: -overlap[k])[:WINDOWS_PER_SOURCE]:
                     x = wins[k]
                     firsts.append(stated)

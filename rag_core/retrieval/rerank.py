@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import MissingDependency
 from ..models import ScoredChunk
-from ..stores.analyzer import analyze
+from ..stores.analyzer import analyze, term_weights
 
 
 class Reranker(Protocol):
@@ -64,9 +64,7 @@ class FeatureReranker:
 
     def features(self, query: str, candidates: list[ScoredChunk]) -> np.ndarray:
         q_terms = analyze(query)
-        uniq = list(dict.fromkeys(q_terms))
-        idf = self.idf(uniq) if (self.idf and uniq) else {}
-        w = {t: max(idf.get(t, 1.0), 0.05) for t in uniq}
+        w = term_weights(q_terms, self.idf)
         total = sum(w.values()) or 1.0
         q_bigrams = {(a, b) for a, b in zip(q_terms, q_terms[1:]) if a != b}
         best_kw = max((c.scores.get("keyword", 0.0) for c in candidates), default=0.0)
@@ -83,9 +81,9 @@ class FeatureReranker:
                     c.scores.get("fused", 0.0),
                     c.scores.get("vector", 0.0),
                     kw / best_kw if best_kw > 0 else 0.0,
-                    sum(w[t] for t in uniq if t in d_set or t in t_set) / total,
+                    sum(w[t] for t in w if t in d_set or t in t_set) / total,
                     len(q_bigrams & d_bigrams) / len(q_bigrams) if q_bigrams else 0.0,
-                    sum(w[t] for t in uniq if t in t_set) / total,
+                    sum(w[t] for t in w if t in t_set) / total,
                 )
             )
         return np.asarray(rows, dtype=np.float64).reshape(len(candidates), len(FEATURES))
@@ -126,7 +124,7 @@ class ReaderReranker:
         ranked = self.base.rerank(query, candidates)
         head, tail = ranked[: self.depth], ranked[self.depth :]
         logit_r = self.reader.logits("relevant", [query] * len(head),
-                                     [f"{c.chunk.title} | {c.chunk.text}" for c in head])
+                                     [f"{c.chunk.title} | {c.chunk.text}" for c in head])  # as trained: title only
         w = self.combo
         for c, lr in zip(head, logit_r):
             pf = min(max(c.scores["rerank"], 1e-6), 1 - 1e-6)
@@ -134,8 +132,9 @@ class ReaderReranker:
             c.scores["reader"] = float(lr)
             c.scores["rerank"] = c.score = 1.0 / (1.0 + math.exp(-z))
         # the tail keeps its order below every read candidate
+        floor = min((h.score for h in head), default=0.0)
         for c in tail:
-            c.scores["rerank"] = c.score = min(c.score, min((h.score for h in head), default=0.0)) * 0.999
+            c.scores["rerank"] = c.score = min(c.score, floor) * 0.999
         return sorted(head, key=lambda c: (-c.score, c.chunk.chunk_id)) + tail
 
 

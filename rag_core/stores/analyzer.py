@@ -57,6 +57,14 @@ def analyze(text: str, keep_stopwords: bool = False) -> list[str]:
     return out
 
 
+def term_weights(terms: list[str], idf=None) -> dict[str, float]:
+    """Each distinct term (in order) → its idf from the store, 1 where the store cannot say;
+    floored at 0.05 so a term found in every document still counts a little."""
+    uniq = list(dict.fromkeys(terms))
+    known = idf(uniq) if (idf and uniq) else {}
+    return {t: max(known.get(t, 1.0), 0.05) for t in uniq}
+
+
 def term_counts(text: str) -> Counter:
     return Counter(analyze(text))
 
