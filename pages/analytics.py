@@ -1,10 +1,11 @@
-"""Feedback analytics: how helpful, how grounded, how fast — and the answers to look at."""
+"""Feedback analytics: are answers cited, supported, helpful and fast — and which ones to look at."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
-import numpy as np
+import altair as alt
 import pandas as pd
 import streamlit as st
 
@@ -15,49 +16,114 @@ ws = workspace()
 st.title("Feedback analytics")
 
 log = ws.feedback
-df = log.frame({kb.kb_id: kb.name for kb in ws.list_kbs()})
-if df.empty:
+everything = log.frame({kb.kb_id: kb.name for kb in ws.list_kbs()})
+if everything.empty:
     st.info("No answers yet. Ask something on the Chat page; ratings show up here.")
     st.stop()
 
+# ---- filters -------------------------------------------------------------------------
+first, last = everything["time"].min().date(), everything["time"].max().date()
+f1, f2 = st.columns([1, 2])
+picked = f1.date_input("Dates", value=(first, last), min_value=first, max_value=max(last, dt.date.today()))
+dates = list(picked) if isinstance(picked, (tuple, list)) else [picked]  # one date while a range is being picked
+start, end = (dates[0], dates[-1]) if dates else (first, last)
+kb_options = sorted({k for ks in everything["kb_list"] for k in ks})
+chosen = f2.multiselect("Knowledge bases", kb_options, placeholder="All knowledge bases")
+df = log.select(everything, start, end, chosen)
+if df.empty:
+    st.warning("No answers in this date range for these knowledge bases.")
+    st.stop()
+
+
+def pct(v) -> str:
+    return "—" if v is None or pd.isna(v) else f"{v:.0%}"
+
+
 s = log.summary(df)
-c = st.columns(6)
-c[0].metric("Answers", s["answers"])
-c[1].metric("Rated", s["rated"])
-c[2].metric("Helpful", f"{s['helpful_rate']:.0%}" if s["helpful_rate"] is not None else "—")
-c[3].metric("Abstained", f"{s['abstention_rate']:.0%}")
-c[4].metric("Mean supported", f"{s['grounding_mean']:.0%}" if s["grounding_mean"] is not None else "—")
-c[5].metric("Mean answers the question",
-            f"{s['answers_question_mean']:.0%}" if s["answers_question_mean"] is not None else "—")
+row1 = st.columns(5)
+row1[0].metric("Answers", s["answers"])
+row1[1].metric("Rated", s["rated"])
+row1[2].metric("Helpful", pct(s["helpful_rate"]), help="Thumbs up among rated answers.")
+row1[3].metric("Abstained", pct(s["abstention_rate"]), help="Answers withheld because the documents do not answer.")
+row1[4].metric("Mean confidence", pct(s["confidence_mean"]), help="Supported × answers the question, answered only.")
+row2 = st.columns(5)
+row2[0].metric("Citation coverage", pct(s["citation_coverage"]), help="Share of answer sentences citing a listed source.")
+row2[1].metric("Unsupported sentences", pct(s["unsupported_rate"]),
+               help="Share of answer sentences the verifier found no support for.")
+row2[2].metric("Mean supported", pct(s["grounding_mean"]))
+row2[3].metric("Mean answers the question", pct(s["answers_question_mean"]))
 
+# ---- over time -------------------------------------------------------------------------
 st.subheader("Over time")
-daily = log.daily(df)
 left, right = st.columns(2)
-left.caption("Answers per day")
-left.bar_chart(daily["answers"])
-right.caption("Helpful rate per day")
-right.line_chart(daily["helpful_rate"])
+per_day = (df.assign(day=df["time"].dt.floor("D"), outcome=df["abstained"].map({True: "abstained", False: "answered"}))
+           .groupby(["day", "outcome"]).size().rename("answers").reset_index())
+COUNT = alt.Axis(format="d", tickMinStep=1)
+DAY = alt.X("yearmonthdate(day):O", title=None, axis=alt.Axis(labelAngle=0))
+left.altair_chart(
+    alt.Chart(per_day, title="Answers per day", height=220).mark_bar().encode(
+        x=DAY, y=alt.Y("answers:Q", title="answers", axis=COUNT),
+        color=alt.Color("outcome:N", scale=alt.Scale(domain=["answered", "abstained"], range=["#4c78a8", "#bab0ac"])),
+        tooltip=["yearmonthdate(day):T", "outcome:N", "answers:Q"]),
+    width="stretch")
+reasons = log.reasons(df)
+if reasons.empty:
+    right.caption("Thumbs-down reasons per day")
+    right.info("No thumbs down in this range.")
+else:
+    right.altair_chart(
+        alt.Chart(reasons, title="Thumbs-down reasons per day", height=220).mark_bar().encode(
+            x=DAY, y=alt.Y("count:Q", title="thumbs down", axis=COUNT),
+            color=alt.Color("reason:N", title="reason"), tooltip=["yearmonthdate(day):T", "reason:N", "count:Q"]),
+        width="stretch")
 
-
-def histogram(values: pd.Series) -> pd.DataFrame:
-    counts, edges = np.histogram(values.dropna(), bins=10, range=(0, 1))
-    return pd.DataFrame({"count": counts}, index=[f"{e:.1f}" for e in edges[:-1]])
-
-
+# ---- scores --------------------------------------------------------------------------
 answered = df[~df["abstained"]]
-left, mid, right = st.columns(3)
-left.caption("Supported (grounding score, answered)")
-left.bar_chart(histogram(answered["grounding"]))
-mid.caption("Answers the question (answered)")
-mid.bar_chart(histogram(answered["answers_question"]))
-right.caption("Confidence (answered)")
-right.bar_chart(histogram(answered["confidence"]))
+if not answered.empty:
+    cols = st.columns(3)
+    for col, (field, title) in zip(cols, [("grounding", "Supported"), ("answers_question", "Answers the question"),
+                                          ("confidence", "Confidence")]):
+        values = answered[[field]].dropna()
+        col.altair_chart(
+            alt.Chart(values, title=f"{title} (answered)", height=180).mark_bar().encode(
+                x=alt.X(f"{field}:Q", bin=alt.Bin(extent=[0, 1], step=0.1), title=None, axis=alt.Axis(format="%")),
+                y=alt.Y("count():Q", title="answers", axis=COUNT), tooltip=["count():Q"]),
+            width="stretch")
 
+# ---- latency ---------------------------------------------------------------------------
 st.subheader("Latency per stage")
-st.dataframe(log.latency(df).round(1), hide_index=True)
+lat = log.latency(df, detail=False)
+target = ws.settings.latency_target_ms
+if not lat.empty:
+    long = lat.melt(id_vars=["stage", "n"], value_vars=["p50_ms", "p95_ms"], var_name="quantile", value_name="ms")
+    long["quantile"] = long["quantile"].str.replace("_ms", "")
+    bars = alt.Chart(long).mark_bar().encode(
+        y=alt.Y("stage:N", sort=alt.EncodingSortField("ms", op="max", order="descending"), title=None),
+        x=alt.X("ms:Q", title="milliseconds"), yOffset="quantile:N",
+        color=alt.Color("quantile:N", scale=alt.Scale(domain=["p50", "p95"], range=["#4c78a8", "#f58518"])),
+        tooltip=["stage:N", "quantile:N", alt.Tooltip("ms:Q", format=".1f"), "n:Q"])
+    rule = alt.Chart(pd.DataFrame({"ms": [target]})).mark_rule(color="red", strokeDash=[6, 4]).encode(x="ms:Q")
+    label = alt.Chart(pd.DataFrame({"ms": [target], "text": [f"target {target:.0f} ms"]})).mark_text(
+        color="red", align="left", dx=4, dy=-6, baseline="bottom").encode(x="ms:Q", text="text:N", y=alt.value(0))
+    st.altair_chart((bars + rule + label).properties(title=f"p50 and p95 per stage; the red line is the "
+                                                           f"whole-answer target (RAG_LATENCY_TARGET_MS)"),
+                    width="stretch")
+    total = lat[lat["stage"] == "total"]
+    if not total.empty:
+        p95 = float(total["p95_ms"].iloc[0])
+        (st.success if p95 <= target else st.warning)(f"Whole answer p95 {p95:.0f} ms against a target of {target:.0f} ms.")
+    with st.expander("Every stage, with retrieval's sub-steps"):
+        st.dataframe(log.latency(df).round(1), hide_index=True)
 
+# ---- knowledge bases -----------------------------------------------------------------
 st.subheader("Per knowledge base")
-st.dataframe(log.per_kb(df).round(3), hide_index=True)
+kb = log.per_kb(df)
+left, right = st.columns([1, 2])
+left.altair_chart(
+    alt.Chart(kb, title="Answers per knowledge base").mark_bar().encode(
+        x=alt.X("answers:Q"), y=alt.Y("kb:N", sort="-x", title=None), tooltip=list(kb.columns)),
+    width="stretch")
+right.dataframe(kb.round(3), hide_index=True)
 
 
 def show(rows: pd.DataFrame) -> None:
@@ -65,7 +131,10 @@ def show(rows: pd.DataFrame) -> None:
         rating = {1.0: ":material/thumb_up:", -1.0: ":material/thumb_down:"}.get(r["rating"], "·")
         with st.expander(f"{rating} {r['question'][:100]}"):
             st.markdown("**Answer:** " + escape_md(r["answer"]))
-            st.caption(f"supported {r['grounding']:.2f} · answers {r['answers_question']:.2f} · confidence {r['confidence']:.2f} · {r['kb']} · {r['time']:%Y-%m-%d %H:%M}")
+            st.caption(f"supported {r['grounding']:.2f} · answers {r['answers_question']:.2f} · confidence "
+                       f"{r['confidence']:.2f} · {escape_md(r['kb'])} · {r['time']:%Y-%m-%d %H:%M}")
+            if isinstance(r["reason"], str) and r["reason"]:
+                st.markdown("**Reason:** " + escape_md(r["reason"]))
             if isinstance(r["comment"], str) and r["comment"]:
                 st.markdown("**Comment:** " + escape_md(r["comment"]))
             for cit in json.loads(r["citations"]):
@@ -80,5 +149,6 @@ with right:
     st.subheader("Lowest grounded")
     show(answered.sort_values("grounding").head(10))
 
-export = df.drop(columns=["ts", "kb_ids"]).to_csv(index=False).encode()
-st.download_button("Download all answers and feedback (CSV)", export, file_name="groundwork-feedback.csv", mime="text/csv")
+export = df.drop(columns=["ts", "kb_ids", "kb_list", "rated_ts"]).to_csv(index=False).encode()
+st.download_button("Download these answers and feedback (CSV)", export, file_name="groundwork-feedback.csv",
+                   mime="text/csv")

@@ -1,26 +1,51 @@
-"""Chat: questions in, verified and cited answers out, with feedback on every answer."""
+"""Chat: questions in, verified and cited answers out, each citation one click from the page
+it came from, and feedback on every answer.
+
+Reruns stay light: an answer on screen is drawn from what is already in session state. Files,
+page images and neighbouring passages are fetched only when a person opens a source."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import html
 
 import streamlit as st
 
 from pages.common import friendly_errors, identity, selected_kbs, workspace
-from rag_core.models import Answer
-from rag_core.render import answer_segments, escape_md
+from rag_core.feedback import REASONS
+from rag_core.models import Answer, Citation
+from rag_core.render import answer_markdown, escape_md, marker_text, plain_answer
 
 ws = workspace()
-st.title("Chat with your documents")
 kbs = selected_kbs()
+head, new_chat = st.columns([6, 1], vertical_alignment="bottom")
+head.title("Chat with your documents")
 if not kbs:
     st.info("Create a knowledge base and upload documents on the **Upload** page, then ask away.")
     st.stop()
-st.caption("Answering from: " + ", ".join(f"**{escape_md(n)}**" for n in kbs))
 
 messages: list[dict] = st.session_state.setdefault("messages", [])
 
-LABEL_STYLE = {"supported": "", "partial": "orange", "unsupported": "red"}
+
+def start_new_chat() -> None:
+    st.session_state.messages = []
+    st.session_state.pop("pending_question", None)
+
+
+new_chat.button("New chat", icon=":material/add_comment:", on_click=start_new_chat, disabled=not messages,
+                help="Start over: the conversation so far is cleared (answers stay in the analytics log).")
+
+# ---- scope: the selected knowledge bases, optionally only some of their documents ------
+docs = {d.doc_id: (d.source, kb) for kb in kbs for d in ws.appdb.list_documents(ws.get_kb(kb).kb_id)}
+if "scope_docs" in st.session_state:  # documents of a knowledge base no longer selected drop out
+    st.session_state.scope_docs = [d for d in st.session_state.scope_docs if d in docs]
+scope_col, _ = st.columns([3, 2])
+scope = scope_col.multiselect(
+    "Ask only in these documents", list(docs), key="scope_docs", placeholder="All documents",
+    format_func=lambda d: f"{docs[d][0]} · {docs[d][1]}" if len(kbs) > 1 else docs[d][0],
+    help="Leave empty to search every document of the selected knowledge bases.",
+)
+st.caption("Answering from: " + ", ".join(f"**{escape_md(n)}**" for n in kbs)
+           + (f" · only {len(scope)} chosen document(s)" if scope else ""))
 
 
 def badge(answer: Answer) -> str:
@@ -34,7 +59,86 @@ def badge(answer: Answer) -> str:
             f":{col(c)}-background[Confidence {c:.0%}] · {answer.mode}")
 
 
-def render_answer(answer: Answer, query_id: str | None, idx: int) -> None:
+@st.dialog("Source", width="large")
+def show_source(c: Citation) -> None:
+    """The cited page with the passage highlighted; for non-PDF sources the passage in its
+    surrounding text. Access is checked again here: a citation object alone opens nothing."""
+    user, groups = identity()
+    page_key = f"viewer_page_{c.chunk_id}"
+    with friendly_errors("Opening the source"):
+        doc = ws.accessible_document(c.kb_id, c.doc_id, user, groups)
+        st.markdown(f"**{marker_text([c.n])} {escape_md(c.source)}**"
+                    + (f" · {escape_md(c.section)}" if c.section else ""))
+        view = ws.cited_page(c, st.session_state.get(page_key), user, groups)
+        if view is not None:
+            st.session_state[page_key] = view.page
+
+            def go(page: int) -> None:
+                st.session_state[page_key] = page
+
+            prev, label, nxt = st.columns([1, 2, 1], vertical_alignment="center")
+            prev.button("Previous page", icon=":material/chevron_left:", disabled=view.page <= 1,
+                        on_click=go, args=(view.page - 1,), key=f"prev_{c.chunk_id}")
+            label.markdown(f"Page **{view.page}** of {view.pages}")
+            nxt.button("Next page", icon=":material/chevron_right:", disabled=view.page >= view.pages,
+                       on_click=go, args=(view.page + 1,), key=f"next_{c.chunk_id}")
+            if not view.has_text_layer:
+                st.caption("This page has no text layer (a scanned page), so the passage cannot be marked on it.")
+            elif not view.boxes:
+                st.caption("The cited words are not on this page.")
+            st.image(view.png, width="stretch", output_format="PNG", alt=f"Page {view.page} of {c.source}, the cited passage highlighted")
+        else:
+            segments = ws.cited_context(c, user, groups)
+            body = "".join(f"<mark>{html.escape(t)}</mark>" if hit else html.escape(t) for t, hit in segments)
+            st.markdown(f"<div style='white-space: pre-wrap; max-height: 60vh; overflow-y: auto'>{body}</div>",
+                        unsafe_allow_html=True)
+        st.download_button("Download original", data=lambda: ws.original_bytes(c.kb_id, c.doc_id, user, groups),
+                           file_name=doc.source, on_click="ignore", icon=":material/download:",
+                           disabled=not doc.stored_path)
+
+
+def regenerate() -> None:
+    """Ask the last question again in place of its answer."""
+    if messages and messages[-1]["role"] == "assistant":
+        messages.pop()
+    if messages and messages[-1]["role"] == "user":
+        st.session_state.pending_question = messages.pop()["content"]
+
+
+def feedback_controls(m: dict) -> None:
+    qid = m["query_id"]
+    saved = m.get("rating")  # (rating, comment, reason): kept with the message, no query per rerun
+    fb = st.feedback("thumbs", key=f"fb_{qid}")
+    if fb is not None:
+        rating = 1 if fb == 1 else -1
+        if not saved or saved[0] != rating:
+            ws.feedback.rate(qid, rating, saved[1] if saved else "")
+            saved = m["rating"] = (rating, saved[1] if saved else "", None)
+    if not saved:
+        return
+    if saved[0] == -1:
+        label = f"Why: {saved[2]}" if saved[2] else "Tell us what was wrong"
+        with st.popover(label, icon=":material/feedback:"):
+            with st.form(f"why_{qid}", border=False):
+                reason = st.radio("What was wrong?", REASONS, horizontal=True,
+                                  index=REASONS.index(saved[2]) if saved[2] in REASONS else None)
+                text = st.text_area("Anything to add?", value=saved[1], max_chars=2000)
+                if st.form_submit_button("Send"):
+                    ws.feedback.rate(qid, -1, text, reason)
+                    m["rating"] = (-1, text.strip(), reason)
+                    st.toast("Thanks — this helps us fix it.")
+                    st.rerun()
+    else:
+        with st.popover("Add a comment" if not saved[1] else "Edit comment"):
+            text = st.text_area("What was good?", value=saved[1], key=f"cm_{qid}", max_chars=2000)
+            if st.button("Save comment", key=f"cms_{qid}"):
+                ws.feedback.rate(qid, 1, text)
+                m["rating"] = (1, text.strip(), None)
+                st.toast("Thanks — feedback saved.")
+
+
+def render_answer(m: dict, idx: int, last: bool) -> None:
+    answer: Answer = m["answer"]
     if answer.models.get("llm_error"):
         st.warning(escape_md(answer.models["llm_error"]))
     if answer.abstained:
@@ -43,43 +147,26 @@ def render_answer(answer: Answer, query_id: str | None, idx: int) -> None:
         for s in answer.suggestions:
             st.markdown(f"- {escape_md(s)}")
     else:
-        parts = []
-        for md, label in answer_segments(answer):
-            color = LABEL_STYLE.get(label, "")
-            parts.append(f":{color}[{md} :material/warning:]" if color else md)
-        st.markdown(" ".join(parts))
+        st.markdown(answer_markdown(answer))
         st.caption(badge(answer) + ("  ·  :material/warning: marks sentences the sources do not fully support" if any(
             c.label != "supported" for c in answer.claims) else ""))
-        with st.expander(f"Sources ({len(answer.citations)})"):
-            for c in answer.citations:
-                st.markdown(f"**[{c.n}] {escape_md(c.source)}**, page {c.page}"
-                            + (f" · {escape_md(c.section)}" if c.section else ""))
-                st.markdown("> " + escape_md(" ".join(c.snippet.split())))
-                cols = st.columns([1, 1, 4])
-                if cols[0].toggle("In context", key=f"ctx_{idx}_{c.n}"):
-                    for ch in ws.store.document_chunks(c.kb_id, c.doc_id):
-                        if abs(ch.ordinal - int(c.chunk_id.rsplit("#", 1)[-1])) <= 1:
-                            st.text(ch.text)
-                doc = ws.appdb.get_document(c.kb_id, c.doc_id)
-                if doc and doc.stored_path and Path(doc.stored_path).exists():
-                    cols[1].download_button("Original", Path(doc.stored_path).read_bytes(), file_name=doc.source,
-                                            key=f"dl_{idx}_{c.n}")
-    with st.expander("Timing details"):
+        # One button per citation: the marker, the file and the page; a click opens the page.
+        cols = st.columns(min(len(answer.citations), 4) or 1)
+        for i, c in enumerate(answer.citations):
+            if cols[i % len(cols)].button(f"{marker_text([c.n])} {c.source} · p. {c.page}", key=f"src_{idx}_{c.n}",
+                                          type="tertiary", icon=":material/description:",
+                                          help=" ".join(c.snippet.split())[:300]):
+                show_source(c)
+    actions = st.columns([1, 1, 1, 5], vertical_alignment="center")
+    with actions[0].popover("Copy", icon=":material/content_copy:"):
+        st.code(plain_answer(answer), language=None, wrap_lines=True)
+    if last:
+        actions[1].button("Regenerate", icon=":material/refresh:", key=f"regen_{idx}", on_click=regenerate)
+    with actions[2].popover("Timing", icon=":material/timer:"):
         st.dataframe({k: [v] for k, v in answer.timings_ms.items()}, hide_index=True)
-    if query_id:
-        saved = ws.feedback.rating_of(query_id)
-        fb = st.feedback("thumbs", key=f"fb_{query_id}")
-        if fb is not None:
-            rating = 1 if fb == 1 else -1
-            if not saved or saved[0] != rating:
-                ws.feedback.rate(query_id, rating, saved[1] if saved else "")
-                saved = (rating, saved[1] if saved else "")
-        if saved:
-            with st.popover("Add a comment" if not saved[1] else "Edit comment"):
-                text = st.text_area("What was good or wrong?", value=saved[1], key=f"cm_{query_id}", max_chars=2000)
-                if st.button("Save comment", key=f"cms_{query_id}"):
-                    ws.feedback.rate(query_id, saved[0], text)
-                    st.toast("Thanks — feedback saved.")
+    if m.get("query_id"):
+        with actions[3]:
+            feedback_controls(m)
 
 
 for i, m in enumerate(messages):
@@ -87,9 +174,9 @@ for i, m in enumerate(messages):
         if m["role"] == "user":
             st.markdown(escape_md(m["content"]))
         else:
-            render_answer(m["answer"], m.get("query_id"), i)
+            render_answer(m, i, last=i == len(messages) - 1)
 
-question = st.chat_input("Ask a question about your documents")
+question = st.chat_input("Ask a question about your documents") or st.session_state.pop("pending_question", None)
 if question:
     messages.append({"role": "user", "content": question})
     with st.chat_message("user"):
@@ -98,7 +185,7 @@ if question:
         user, groups = identity()
         history = [(m["role"], m["content"] if m["role"] == "user" else m["answer"].text) for m in messages[:-1]]
         with friendly_errors("Answering"):
-            req = ws.answer_request(kbs, question, history=history, user=user, groups=groups)
+            req = ws.answer_request(kbs, question, history=history, user=user, groups=groups, doc_ids=scope or None)
             final: dict = {}
 
             def tokens():
@@ -116,4 +203,4 @@ if question:
             kb_ids = [ws.get_kb(n).kb_id for n in kbs]
             qid = ws.feedback.log_answer(answer, kb_ids, user)
             messages.append({"role": "assistant", "content": answer.text, "answer": answer, "query_id": qid})
-            render_answer(answer, qid, len(messages) - 1)
+            render_answer(messages[-1], len(messages) - 1, last=True)

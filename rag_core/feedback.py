@@ -35,24 +35,23 @@ CREATE TABLE IF NOT EXISTS feedback (
     query_id TEXT PRIMARY KEY REFERENCES queries(query_id) ON DELETE CASCADE,
     rating INTEGER NOT NULL CHECK (rating IN (-1, 1)),
     comment TEXT NOT NULL DEFAULT '',
-    ts REAL NOT NULL
+    ts REAL NOT NULL,
+    reason TEXT
 );
 """
 
 MAX_COMMENT = 2000
+# What a thumbs down can say, so "why" can be counted (free text alone cannot be).
+REASONS = ("wrong", "incomplete", "not in my documents", "wrong source", "other")
 
 
 class FeedbackLog:
     def __init__(self, db: Database):
         self.db = db
         db.executescript(SCHEMA)
-        cols = {r["name"] for r in db.query("PRAGMA table_info(queries)")}
-        if "answers_question" not in cols:  # logs written before the reader model existed: NULL, not 0
-            try:
-                db.executescript("ALTER TABLE queries ADD COLUMN answers_question REAL")
-            except sqlite3.OperationalError as exc:  # another process added it first
-                if "duplicate column" not in str(exc):
-                    raise
+        # Logs written by older versions get the newer columns as NULL ("not recorded"), not 0.
+        _add_column(db, "queries", "answers_question REAL")  # before the reader model existed
+        _add_column(db, "feedback", "reason TEXT")  # before thumbs-down reasons
 
     def log_answer(self, answer: Answer, kb_ids: list[str], user: str | None = None) -> str:
         qid = uuid.uuid4().hex
@@ -69,48 +68,84 @@ class FeedbackLog:
             )
         return qid
 
-    def rate(self, query_id: str, rating: int, comment: str = "") -> None:
-        """One rating per answer; rating again (or adding a comment) replaces it."""
+    def rate(self, query_id: str, rating: int, comment: str = "", reason: str | None = None) -> None:
+        """One rating per answer; rating again (or adding a comment or reason) replaces it.
+        A reason belongs to a thumbs down only."""
         if rating not in (-1, 1):
             raise InputError("rating must be +1 (helpful) or -1 (not helpful)")
+        if reason is not None and (rating != -1 or reason not in REASONS):
+            raise InputError(f"a reason goes with a thumbs down and is one of: {', '.join(REASONS)}")
         if len(comment) > MAX_COMMENT:
             raise InputError(f"the comment is too long (limit {MAX_COMMENT} characters)")
         if not self.db.query_one("SELECT 1 FROM queries WHERE query_id=?", (query_id,)):
             raise InputError("that answer is not in the log")
         with self.db.transaction() as c:
-            c.execute("INSERT OR REPLACE INTO feedback VALUES (?,?,?,?)", (query_id, rating, comment.strip(), time.time()))
+            c.execute("INSERT OR REPLACE INTO feedback (query_id, rating, comment, ts, reason) VALUES (?,?,?,?,?)",
+                      (query_id, rating, comment.strip(), time.time(), reason))
 
-    def rating_of(self, query_id: str) -> tuple[int, str] | None:
-        r = self.db.query_one("SELECT rating, comment FROM feedback WHERE query_id=?", (query_id,))
-        return (r["rating"], r["comment"]) if r else None
+    def rating_of(self, query_id: str) -> tuple[int, str, str | None] | None:
+        """(rating, comment, reason) or None when not rated."""
+        r = self.db.query_one("SELECT rating, comment, reason FROM feedback WHERE query_id=?", (query_id,))
+        return (r["rating"], r["comment"], r["reason"]) if r else None
 
     # ---- analytics -------------------------------------------------------------------
     def frame(self, kb_names: dict[str, str] | None = None) -> pd.DataFrame:
         """One row per answer, with its feedback (rating NaN when none)."""
         rows = self.db.query(
-            "SELECT q.*, f.rating, f.comment FROM queries q LEFT JOIN feedback f ON f.query_id = q.query_id ORDER BY q.ts"
+            "SELECT q.*, f.rating, f.comment, f.reason, f.ts AS rated_ts "
+            "FROM queries q LEFT JOIN feedback f ON f.query_id = q.query_id ORDER BY q.ts"
         )
         cols = ["query_id", "ts", "user", "kb_ids", "question", "answer", "citations", "claims", "grounding",
-                "answers_question", "confidence", "abstained", "mode", "timings", "rating", "comment"]
+                "answers_question", "confidence", "abstained", "mode", "timings", "rating", "comment", "reason",
+                "rated_ts"]
         df = pd.DataFrame([dict(r) for r in rows], columns=cols)
         df["time"] = pd.to_datetime(df["ts"], unit="s")
         df["abstained"] = df["abstained"].astype(bool)
         names = kb_names or {}
-        df["kb"] = [", ".join(names.get(k, k) for k in json.loads(v)) for v in df["kb_ids"]]
+        df["kb_list"] = [[names.get(k, k) for k in json.loads(v)] for v in df["kb_ids"]]
+        df["kb"] = [", ".join(v) for v in df["kb_list"]]
         df["sources"] = [", ".join(sorted({c["source"] for c in json.loads(v)})) for v in df["citations"]]
+        counts = [_sentence_counts(a, c, cl) for a, c, cl in zip(df["abstained"], df["citations"], df["claims"])]
+        df["sentences"] = [c[0] for c in counts]
+        df["cited_sentences"] = [c[1] for c in counts]
+        df["unsupported_sentences"] = [c[2] for c in counts]
         return df
 
     @staticmethod
+    def select(df: pd.DataFrame, start=None, end=None, kbs: list[str] | None = None) -> pd.DataFrame:
+        """Rows in [start, end] (dates, inclusive) that involve any of `kbs` (names)."""
+        keep = pd.Series(True, index=df.index)
+        if start is not None:
+            keep &= df["time"] >= pd.Timestamp(start)
+        if end is not None:
+            keep &= df["time"] < pd.Timestamp(end) + pd.Timedelta(days=1)
+        if kbs:
+            wanted = set(kbs)
+            keep &= df["kb_list"].map(lambda ks: bool(wanted & set(ks)))
+        return df[keep]
+
+    @staticmethod
     def summary(df: pd.DataFrame) -> dict:
+        """Headline numbers. Sentence rates are pooled over all answered sentences (a long
+        answer weighs more than a one-liner, as it does for a reader)."""
         rated = df["rating"].dropna()
+        answered = df[~df["abstained"]]
+        sentences = int(answered["sentences"].sum()) if len(answered) else 0
+
+        def mean(col: str) -> float | None:
+            v = answered[col].dropna()
+            return float(v.mean()) if len(v) else None
+
         return {
             "answers": int(len(df)),
             "rated": int(len(rated)),
             "helpful_rate": float((rated > 0).mean()) if len(rated) else None,
             "abstention_rate": float(df["abstained"].mean()) if len(df) else None,
-            "grounding_mean": float(df.loc[~df["abstained"], "grounding"].mean()) if (~df["abstained"]).any() else None,
-            "answers_question_mean": (float(df.loc[~df["abstained"], "answers_question"].mean())
-                                      if (~df["abstained"]).any() else None),
+            "grounding_mean": mean("grounding"),
+            "answers_question_mean": mean("answers_question"),
+            "confidence_mean": mean("confidence"),
+            "citation_coverage": answered["cited_sentences"].sum() / sentences if sentences else None,
+            "unsupported_rate": answered["unsupported_sentences"].sum() / sentences if sentences else None,
         }
 
     @staticmethod
@@ -122,28 +157,65 @@ class FeedbackLog:
         return out
 
     @staticmethod
-    def latency(df: pd.DataFrame) -> pd.DataFrame:
-        """p50/p95 per stage (ms)."""
+    def reasons(df: pd.DataFrame) -> pd.DataFrame:
+        """Thumbs-down reasons per day (long form: day, reason, count); a thumbs down without
+        a reason counts as "no reason given"."""
+        down = df[df["rating"] == -1]
+        if down.empty:
+            return pd.DataFrame(columns=["day", "reason", "count"])
+        day = pd.to_datetime(down["rated_ts"].fillna(down["ts"]), unit="s").dt.floor("D")
+        reason = down["reason"].fillna("no reason given")
+        return (pd.DataFrame({"day": day, "reason": reason}).groupby(["day", "reason"]).size()
+                .rename("count").reset_index())
+
+    @staticmethod
+    def latency(df: pd.DataFrame, detail: bool = True) -> pd.DataFrame:
+        """p50/p95 per stage (ms). `detail=False` keeps the pipeline's own stages (retrieve,
+        read, generate, verify, total) and drops retrieval's sub-steps (retrieve_embed, ...)."""
         stages: dict[str, list[float]] = {}
         for t in df["timings"]:
             for k, v in json.loads(t).items():
-                if isinstance(v, (int, float)) and not k.startswith("crag"):
+                if isinstance(v, (int, float)) and not k.startswith("crag") and (detail or "_" not in k):
                     stages.setdefault(k, []).append(float(v))
         return pd.DataFrame(
             [{"stage": k, "p50_ms": pd.Series(v).quantile(0.5), "p95_ms": pd.Series(v).quantile(0.95), "n": len(v)}
-             for k, v in sorted(stages.items())]
+             for k, v in sorted(stages.items())],
+            columns=["stage", "p50_ms", "p95_ms", "n"],
         )
 
     @staticmethod
     def per_kb(df: pd.DataFrame) -> pd.DataFrame:
+        """One row per knowledge base; an answer drawn from two counts for both."""
+        cols = ["kb", "answers", "helpful_rate", "abstention_rate", "grounding_mean", "answers_question_mean"]
         if df.empty:
-            return pd.DataFrame(columns=["kb", "answers", "helpful_rate", "abstention_rate", "grounding_mean",
-                                         "answers_question_mean"])
-        g = df.groupby("kb")
+            return pd.DataFrame(columns=cols)
+        x = df.explode("kb_list").rename(columns={"kb_list": "kb_name"})
+        g = x.groupby("kb_name")
         return pd.DataFrame({
             "answers": g.size(),
             "helpful_rate": g["rating"].apply(lambda r: (r.dropna() > 0).mean()),
             "abstention_rate": g["abstained"].mean(),
-            "grounding_mean": g["grounding"].mean(),
-            "answers_question_mean": df[~df["abstained"]].groupby("kb")["answers_question"].mean(),
-        }).reset_index()
+            "grounding_mean": x[~x["abstained"]].groupby("kb_name")["grounding"].mean(),
+            "answers_question_mean": x[~x["abstained"]].groupby("kb_name")["answers_question"].mean(),
+        }).rename_axis("kb").reset_index()[cols]
+
+
+def _sentence_counts(abstained: bool, citations: str, claims: str) -> tuple[int, int, int]:
+    """(sentences, sentences citing a passage the answer lists, sentences judged unsupported)."""
+    if abstained:
+        return 0, 0, 0
+    valid = {c["n"] for c in json.loads(citations)}
+    cl = json.loads(claims)
+    return (len(cl), sum(1 for c in cl if set(c.get("cited") or []) & valid),
+            sum(1 for c in cl if c.get("label") == "unsupported"))
+
+
+def _add_column(db: Database, table: str, column: str) -> None:
+    name = column.split()[0]
+    if name in {r["name"] for r in db.query(f"PRAGMA table_info({table})")}:
+        return
+    try:
+        db.executescript(f"ALTER TABLE {table} ADD COLUMN {column}")
+    except sqlite3.OperationalError as exc:  # another process added it first
+        if "duplicate column" not in str(exc):
+            raise

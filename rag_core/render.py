@@ -38,3 +38,26 @@ def answer_segments(answer: Answer) -> list[tuple[str, str]]:
         md = escape_md(text) + (" " + marker_text(nums) if nums else "") + escape_md(punct)
         out.append((md, labels.get(plain(sent), "")))
     return out
+
+
+LABEL_COLOR = {"supported": "", "partial": "orange", "unsupported": "red"}
+
+
+def answer_markdown(answer: Answer) -> str:
+    """The answer as one Markdown string: superscript markers, and sentences the verifier
+    does not fully back coloured with a warning sign."""
+    parts = []
+    for md, label in answer_segments(answer):
+        color = LABEL_COLOR.get(label, "")
+        parts.append(f":{color}[{md} :material/warning:]" if color else md)
+    return " ".join(parts)
+
+
+def plain_answer(answer: Answer) -> str:
+    """What "copy" puts on the clipboard: the answer with its [n] markers and a source list."""
+    lines = [answer.text.strip()]
+    if answer.citations:
+        lines.append("")
+        lines += [f"[{c.n}] {c.source}, page {c.page}" + (f" ({c.section})" if c.section else "")
+                  for c in answer.citations]
+    return "\n".join(lines)

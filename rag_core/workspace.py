@@ -12,9 +12,9 @@ from .config import Settings, get_settings
 from .db import Database
 from .embeddings import get_embedder
 from .feedback import FeedbackLog
-from .errors import InputError
+from .errors import InputError, NotFound
 from .ingest.pipeline import IngestStats, Ingestor, delete_document
-from .models import Document, KnowledgeBase, SearchFilters
+from .models import Chunk, Citation, Document, KnowledgeBase, SearchFilters
 from .generation.llm import make_chat_model
 from .retrieval.factory import make_reranker
 from .retrieval.pipeline import RetrievalPipeline, Retrieved
@@ -81,6 +81,67 @@ class Workspace:
     def delete_document(self, kb_name: str, doc_id: str) -> bool:
         kb = self.get_kb(kb_name)
         return delete_document(self.appdb, self.store, kb.kb_id, doc_id)
+
+    def accessible_document(self, kb_id: str, doc_id: str, user: str | None = None,
+                            groups: list[str] | None = None) -> Document:
+        """The indexed document, if this identity may see it; NotFound otherwise (the same
+        answer for "does not exist" and "not yours", so access cannot be probed)."""
+        kb = self.appdb.find_kb(kb_id)
+        doc = self.appdb.get_document(kb_id, doc_id) if kb else None
+        if doc is None or doc.status != "indexed" or not _visible(doc, self.filters_for([kb], user, groups)):
+            raise NotFound("that document is not available")
+        return doc
+
+    def original_bytes(self, kb_id: str, doc_id: str, user=None, groups=None) -> bytes:
+        """The uploaded file, read only when asked for (the download button calls this on click)."""
+        doc = self.accessible_document(kb_id, doc_id, user, groups)
+        if not doc.stored_path or not Path(doc.stored_path).exists():
+            raise NotFound(f"the original of {doc.source} was not kept")
+        return Path(doc.stored_path).read_bytes()
+
+    @cached_property
+    def page_cache(self):
+        from .citation_view import PageCache
+
+        return PageCache()
+
+    def cited_page(self, citation: Citation, page: int | None = None, user=None, groups=None):
+        """The cited PDF page as an image with the passage highlighted (None when the original
+        is not a PDF or was not kept: show `cited_context` instead)."""
+        doc = self.accessible_document(citation.kb_id, citation.doc_id, user, groups)
+        path = Path(doc.stored_path) if doc.stored_path else None
+        if path is None or path.suffix.lower() != ".pdf" or not path.exists():
+            return None
+        from .citation_view import best_page
+
+        # The snippet is what the answer took from the passage (the sentences, extractive
+        # mode) or the whole passage (LLM mode): highlight exactly that.
+        chunk = self._cited_chunk(citation)
+        passage = citation.snippet or chunk.text
+        if page is None:
+            page = best_page(path, chunk.page_start, max(chunk.page_end, chunk.page_start), passage)
+        return self.page_cache.get(path, page, passage)
+
+    def cited_context(self, citation: Citation, user=None, groups=None) -> list[tuple[str, bool]]:
+        """The cited text inside the passages around it, as (text, is_cited) segments, for
+        sources without page images: three chunks fetched by id, never the whole document."""
+        from .citation_view import highlight_in_context
+
+        self.accessible_document(citation.kb_id, citation.doc_id, user, groups)
+        prefix, _, ordinal = citation.chunk_id.rpartition("#")
+        n = int(ordinal) if ordinal.isdigit() else None
+        ids = [f"{prefix}#{i}" for i in (n - 1, n, n + 1)] if n is not None else [citation.chunk_id]
+        got = {c.chunk_id: c for c in self.store.get_chunks(ids)}
+        if citation.chunk_id not in got:
+            raise NotFound("that passage is no longer indexed")
+        prev, cur, nxt = (got.get(i) for i in ids) if n is not None else (None, got[citation.chunk_id], None)
+        return highlight_in_context(prev, cur, nxt, citation.snippet)
+
+    def _cited_chunk(self, citation: Citation) -> Chunk:
+        chunks = self.store.get_chunks([citation.chunk_id])
+        if not chunks:
+            raise NotFound("that passage is no longer indexed")
+        return chunks[0]
 
     # ---- search ----------------------------------------------------------------------
     @cached_property
@@ -160,12 +221,16 @@ class Workspace:
 
         return AnswerEngine(self.retrieval, self.embedder, self.store, self.settings, chat=self.chat_model)
 
-    def answer_request(self, kb_names: list[str], question: str, history=None, user=None, groups=None):
+    def answer_request(self, kb_names: list[str], question: str, history=None, user=None, groups=None,
+                       doc_ids: list[str] | None = None):
+        """`doc_ids` scopes the question to chosen documents of these knowledge bases (the store
+        applies it inside the query, like the ACL)."""
         from .generation.chain import AnswerRequest
 
         kbs = self._kbs(kb_names)
-        return AnswerRequest(question=question, kbs=kbs, filters=self.filters_for(kbs, user, groups),
-                             history=list(history or []))
+        filters = self.filters_for(kbs, user, groups)
+        filters.doc_ids = list(doc_ids) if doc_ids else None
+        return AnswerRequest(question=question, kbs=kbs, filters=filters, history=list(history or []))
 
     def ask(self, kb_names: list[str], question: str, history=None, user=None, groups=None):
         """One verified Answer (DESIGN.md §3)."""
@@ -200,6 +265,8 @@ _GENERIC = set(analyze("file document doc pdf docx report paper page the whole f
 
 
 def _visible(doc: Document, f: SearchFilters) -> bool:
+    if f.doc_ids is not None and doc.doc_id not in f.doc_ids:  # a question scoped to chosen documents
+        return False
     if f.tenant is not None and doc.tenant != f.tenant:
         return False
     if not f.enforce_acl or (not doc.acl_users and not doc.acl_groups):

@@ -66,7 +66,9 @@ def test_ask_question_shows_cited_answer_and_logs_it(data_dir, tmp_path):
     at.chat_input[0].set_value("How many volcanoes does Iceland have?").run()
     assert not at.exception
     texts = " ".join(m.value for m in at.markdown)
-    assert "130 volcanoes" in texts and "volcanoes\\.md" in texts and "page 1" in texts
+    assert "130 volcanoes" in texts
+    # each citation is a button naming its file and page (a click opens the page viewer)
+    assert [b.label for b in at.button if "volcanoes.md" in b.label] == ["[¹] volcanoes.md · p. 1"]
     assert any("Supported 100%" in c.value and "Answers the question" in c.value for c in at.caption)
     df = ws.feedback.frame()
     assert list(df["question"]) == ["How many volcanoes does Iceland have?"]
@@ -110,7 +112,7 @@ def test_feedback_log_and_frames(data_dir, tmp_path):
     qid = ws.feedback.log_answer(a, [ws.get_kb("Geo").kb_id], user="ann")
     ws.feedback.rate(qid, -1)
     ws.feedback.rate(qid, 1, "changed my mind")  # re-rating replaces
-    assert ws.feedback.rating_of(qid) == (1, "changed my mind")
+    assert ws.feedback.rating_of(qid) == (1, "changed my mind", None)
     df = ws.feedback.frame({ws.get_kb("Geo").kb_id: "Geo"})
     assert df.loc[0, "kb"] == "Geo" and df.loc[0, "rating"] == 1 and df.loc[0, "sources"] == "volcanoes.md"
     lat = ws.feedback.latency(df)

@@ -1,7 +1,8 @@
 """The app in a real browser: Debian's Chromium driven by Playwright against `streamlit run`.
 
 A new user's path: create a knowledge base, upload a real PDF, ask a question whose answer
-is in it, see the answer cite the file and page, give a thumbs up, find it in analytics.
+is in it, see the answer cite the file and page, open the cited page with the passage highlighted,
+give a thumbs down with a reason, find it in analytics.
 Screenshots of every page go to test-output/screenshots/.
 """
 
@@ -90,6 +91,43 @@ def sample_pdf(tmp: Path) -> Path:
     return f
 
 
+def assert_highlight_on_passage(png: bytes, pdf: Path, phrase: str) -> None:
+    """The viewer's image outlines the passage: the orange highlight edge must overlap the
+    phrase's own character boxes, which PDFium's text search finds independently of our
+    alignment code."""
+    import io
+
+    import numpy as np
+    import pypdfium2 as pdfium
+    from PIL import Image
+
+    sys.path.insert(0, str(REPO))
+    from rag_core.citation_view import HIGHLIGHT_EDGE
+
+    img = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
+    edge = (img == np.array(HIGHLIGHT_EDGE[:3])).all(axis=2)  # PNG: the outline colour is exact
+    ys, xs = np.nonzero(edge)
+    assert len(xs) > 50, "no highlight drawn on the page image"
+    hx0, hx1, hy0, hy1 = xs.min(), xs.max(), ys.min(), ys.max()
+
+    doc = pdfium.PdfDocument(str(pdf))
+    page = doc[0]
+    w, h = page.get_size()
+    sx, sy = img.shape[1] / w, img.shape[0] / h
+    tp = page.get_textpage()
+    found = tp.search(phrase).get_next()
+    assert found, f"{phrase!r} is not in the PDF's text layer"
+    boxes = [tp.get_charbox(i) for i in range(found[0], found[0] + found[1])]
+    px0, px1 = min(b[0] for b in boxes) * sx, max(b[2] for b in boxes) * sx
+    py0, py1 = (h - max(b[3] for b in boxes)) * sy, (h - min(b[1] for b in boxes)) * sy
+    doc.close()
+    # the highlight covers the phrase (within the 2 px outline and a glyph's slack) ...
+    assert hx0 <= px0 + 3 and hx1 >= px1 - 3 and hy0 <= py0 + 3 and hy1 >= py1 - 3, (
+        (hx0, hy0, hx1, hy1), (px0, py0, px1, py1))
+    # ... and not the whole page
+    assert (hx1 - hx0) * (hy1 - hy0) < 0.1 * img.shape[0] * img.shape[1]
+
+
 @pytest.fixture
 def shot_on_failure(page, request):
     yield
@@ -127,26 +165,49 @@ def test_new_user_journey(server, page, tmp_path, shot_on_failure):
     reply = page.locator("[data-testid=stChatMessage]").nth(1)
     reply.get_by_text("Flat is better than nested").first.wait_for()
     page.get_by_text("Supported").first.wait_for()
-    page.get_by_text("Sources (").first.click()
-    page.get_by_text("google-doc-document.pdf").first.wait_for()
-    page.get_by_text("page 1").first.wait_for()
     page.screenshot(path=str(SHOTS / "3-chat-answer.png"), full_page=True)
 
-    # thumbs up
-    page.get_by_role("radio", name="Thumbs up").first.click()
-    page.get_by_text("Add a comment").wait_for()
+    # click the citation: the cited page opens as an image with the passage highlighted
+    reply.get_by_role("button", name="google-doc-document.pdf · p. 1").click()
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_text("Page 1 of 1").wait_for()
+    img = dialog.locator("img").first
+    img.wait_for()
+    src = img.get_attribute("src")
+    png = page.request.get(src if src.startswith("http") else url + src).body()
+    assert_highlight_on_passage(png, sample_pdf(tmp_path), "Flat is better than nested")
+    dialog.get_by_role("button", name="Download original").wait_for()
+    page.screenshot(path=str(SHOTS / "3b-citation-viewer.png"))
+    page.keyboard.press("Escape")
+    dialog.wait_for(state="detached")
 
-    # analytics counts it
+    # thumbs down, with a reason
+    page.get_by_role("radio", name="Thumbs down").first.click()
+    page.get_by_role("button", name="Tell us what was wrong").click()
+    page.get_by_text("wrong source", exact=True).click()
+    page.get_by_label("Anything to add?").fill("It cited the table, not the list")
+    page.get_by_role("button", name="Send", exact=True).click()
+    page.get_by_role("button", name="Why: wrong source").wait_for()
+
+    # analytics counts it and shows the reason
     page.get_by_role("link", name="Analytics").click()
     page.get_by_text("Feedback analytics").wait_for()
     rated = page.locator("[data-testid=stMetric]").filter(has_text="Rated")
     rated.get_by_text("1", exact=True).wait_for()
     helpful = page.locator("[data-testid=stMetric]").filter(has_text="Helpful")
-    helpful.get_by_text("100%").wait_for()
-    page.get_by_text("Lowest grounded").wait_for()
-    page.get_by_role("button", name="Download all answers and feedback (CSV)").wait_for()
-    page.wait_for_timeout(1500)  # let the charts draw before the screenshot
-    page.screenshot(path=str(SHOTS / "4-analytics.png"), full_page=True)
+    helpful.get_by_text("0%").wait_for()
+    coverage = page.locator("[data-testid=stMetric]").filter(has_text="Citation coverage")
+    coverage.get_by_text("100%").wait_for()
+    page.get_by_text("Lowest rated").wait_for()
+    page.get_by_text("Is flat better than nested?").first.click()
+    page.get_by_text("wrong source").first.wait_for()
+    page.get_by_text("It cited the table, not the list").first.wait_for()
+    page.get_by_role("button", name="Download these answers and feedback (CSV)").wait_for()
+    page.wait_for_timeout(2000)  # let the charts draw before the screenshot
+    page.set_viewport_size({"width": 1400, "height": 3000})  # the app scrolls inside; show all of it
+    page.wait_for_timeout(1000)
+    page.screenshot(path=str(SHOTS / "4-analytics.png"))
+    page.set_viewport_size({"width": 1400, "height": 1000})
 
     page.get_by_role("link", name="Knowledge bases").click()
     page.get_by_text("Custom instructions").wait_for()

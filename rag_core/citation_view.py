@@ -1,0 +1,252 @@
+"""The evidence behind a citation, where it is: the cited PDF page rendered as an image with
+the passage highlighted, or, for other formats, the passage inside its neighbouring text.
+
+The passage text comes from our loader (pypdf), the boxes from PDFium's text layer; the two
+extract the same page with different spacing, hyphenation and line order, so the passage is
+aligned to the page word by word (difflib's longest matching blocks), not searched as a string.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import difflib
+import io
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import InputError
+
+_WORD = re.compile(r"\w+")
+# PDFium is not thread-safe (its docs and pypdfium2's say so) and Streamlit serves every
+# session from its own thread: one lock around every PDFium call.
+_PDFIUM = threading.Lock()
+HIGHLIGHT_FILL = (255, 214, 0, 90)  # translucent yellow over the passage
+HIGHLIGHT_EDGE = (230, 120, 0, 255)  # an orange outline, so the box shows on yellow paper too
+
+
+@dataclass
+class PageView:
+    png: bytes
+    page: int  # 1-based
+    pages: int
+    width: int
+    height: int
+    boxes: list[tuple[int, int, int, int]] = field(default_factory=list)  # highlight (x0, y0, x1, y1) in pixels
+    matched: float = 0.0  # share of the passage's words found on this page
+    has_text_layer: bool = True
+
+
+def _import_pdfium():
+    try:
+        import pypdfium2 as pdfium
+        import pypdfium2.raw as raw
+    except ImportError as exc:  # pragma: no cover - it is in requirements.txt
+        raise InputError("the page viewer needs pypdfium2: pip install -r requirements.txt") from exc
+    return pdfium, raw
+
+
+def _words(text: str) -> list[tuple[str, int, int]]:
+    return [(m.group().lower(), m.start(), m.end()) for m in _WORD.finditer(text)]
+
+
+def align(page_text: str, passage: str, min_block: int = 3) -> tuple[list[tuple[int, int]], float]:
+    """Character ranges of `page_text` that hold the passage, and the share of the passage's
+    words they cover. Blocks shorter than `min_block` words are chance matches ("of the")
+    unless the whole passage is that short."""
+    pw, qw = _words(page_text), _words(passage)
+    if not pw or not qw:
+        return [], 0.0
+    sm = difflib.SequenceMatcher(None, [w for w, _, _ in pw], [w for w, _, _ in qw], autojunk=False)
+    need = min(min_block, len(qw))
+    ranges, covered = [], 0
+    for a, _b, size in sm.get_matching_blocks():
+        if size >= need:
+            end = pw[a + size - 1][2]
+            while end < len(page_text) and page_text[end] in ".,;:!?)]\"'’”":  # the sentence's own stop
+                end += 1
+            ranges.append((pw[a][1], end))
+            covered += size
+    return ranges, covered / len(qw)
+
+
+def _page_text(raw, textpage) -> str:
+    """The page's characters indexed exactly as PDFium indexes them (get_text_range can
+    differ in length where the page has characters outside the BMP)."""
+    n = raw.FPDFText_CountChars(textpage)
+    return "".join(chr(raw.FPDFText_GetUnicode(textpage, i) or 32) for i in range(max(n, 0)))
+
+
+def _line_rects(raw, textpage, start: int, end: int) -> list[tuple[float, float, float, float]]:
+    """PDFium merges a character range into one rectangle per line: (left, top, right, bottom) in page points."""
+    n = raw.FPDFText_CountRects(textpage, start, end - start)
+    out = []
+    for i in range(n):
+        l, t, r, b = (ctypes.c_double() for _ in range(4))
+        if raw.FPDFText_GetRect(textpage, i, l, t, r, b):
+            out.append((l.value, t.value, r.value, b.value))
+    return out
+
+
+def _to_pixels(raw, page, rect, width: int, height: int) -> tuple[int, int, int, int]:
+    """Page points to image pixels, honouring the crop box and the page's rotation."""
+    xs, ys = [], []
+    for px, py in ((rect[0], rect[1]), (rect[2], rect[3])):
+        dx, dy = ctypes.c_int(), ctypes.c_int()
+        raw.FPDF_PageToDevice(page, 0, 0, width, height, 0, px, py, dx, dy)
+        xs.append(dx.value)
+        ys.append(dy.value)
+    return min(xs), min(ys), max(xs), max(ys)
+
+
+def merge_boxes(boxes: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
+    """Glyph boxes to one box per run of text on a line (some PDFs place every glyph as its
+    own object, so PDFium's per-line rectangles come back per glyph)."""
+    lines: list[list[tuple[int, int, int, int]]] = []
+    for b in sorted(boxes, key=lambda b: (b[1] + b[3]) / 2):
+        if lines:
+            top = min(x[1] for x in lines[-1])
+            bottom = max(x[3] for x in lines[-1])
+            if min(b[3], bottom) - max(b[1], top) > 0.5 * min(b[3] - b[1], bottom - top):
+                lines[-1].append(b)
+                continue
+        lines.append([b])
+    out = []
+    for line in lines:
+        run: list[int] | None = None
+        for x0, y0, x1, y1 in sorted(line):
+            if run and x0 - run[2] < 1.5 * max(run[3] - run[1], 1):
+                run[:] = [min(run[0], x0), min(run[1], y0), max(run[2], x1), max(run[3], y1)]
+            else:
+                if run:
+                    out.append(tuple(run))
+                run = [x0, y0, x1, y1]
+        out.append(tuple(run))
+    return out
+
+
+def render_pdf_page(path: Path, page: int, passage: str, scale: float = 1.6) -> PageView:
+    """One page of a PDF as a PNG, with the passage (when it is on this page) highlighted."""
+    from PIL import Image, ImageDraw
+
+    pdfium, raw = _import_pdfium()
+    with _PDFIUM:
+        pdf = pdfium.PdfDocument(str(path))
+        try:
+            pages = len(pdf)
+            if not 1 <= page <= pages:
+                raise InputError(f"page {page} is outside this document (1–{pages})")
+            pg = pdf[page - 1]
+            bitmap = pg.render(scale=scale, rotation=0)
+            img = bitmap.to_pil().convert("RGBA")
+            textpage = pg.get_textpage()
+            text = _page_text(raw, textpage.raw)
+            has_text = bool(text.strip())
+            ranges, matched = align(text, passage) if has_text else ([], 0.0)
+            boxes = []
+            for start, end in ranges:
+                for rect in _line_rects(raw, textpage.raw, start, end):
+                    boxes.append(_to_pixels(raw, pg.raw, rect, img.width, img.height))
+            boxes = merge_boxes(boxes)
+            textpage.close()
+            pg.close()
+        finally:
+            pdf.close()
+    if boxes:
+        overlay = Image.new("RGBA", img.size, (0, 0, 0, 0))
+        draw = ImageDraw.Draw(overlay)
+        for x0, y0, x1, y1 in boxes:
+            draw.rectangle((x0 - 2, y0 - 2, x1 + 2, y1 + 2), fill=HIGHLIGHT_FILL, outline=HIGHLIGHT_EDGE, width=2)
+        img = Image.alpha_composite(img, overlay)
+    buf = io.BytesIO()
+    img.convert("RGB").save(buf, format="PNG", optimize=False)
+    return PageView(buf.getvalue(), page, pages, img.width, img.height, boxes, matched, has_text)
+
+
+def pdf_page_count(path: Path) -> int:
+    pdfium, _ = _import_pdfium()
+    with _PDFIUM:
+        pdf = pdfium.PdfDocument(str(path))
+        try:
+            return len(pdf)
+        finally:
+            pdf.close()
+
+
+def best_page(path: Path, first: int, last: int, passage: str) -> int:
+    """The page of first..last that holds most of the passage (a passage that starts at the
+    foot of page 3 may have its cited sentence on page 4)."""
+    if last <= first:
+        return first
+    pdfium, raw = _import_pdfium()
+    best, best_share = first, -1.0
+    with _PDFIUM:
+        pdf = pdfium.PdfDocument(str(path))
+        try:
+            for n in range(first, min(last, len(pdf)) + 1):
+                pg = pdf[n - 1]
+                tp = pg.get_textpage()
+                share = align(_page_text(raw, tp.raw), passage)[1]
+                tp.close()
+                pg.close()
+                if share > best_share:
+                    best, best_share = n, share
+        finally:
+            pdf.close()
+    return best
+
+
+class PageCache:
+    """Rendered pages, newest kept: a person flips back and forth between the same few pages,
+    and every Streamlit rerun of the viewer asks again. Keyed by the file's identity
+    (path, size, mtime) so a replaced file is never shown stale."""
+
+    def __init__(self, max_items: int = 48):
+        self.max_items = max_items
+        self._items: OrderedDict[tuple, PageView] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def get(self, path: Path, page: int, passage: str, scale: float = 1.6) -> PageView:
+        st = path.stat()
+        key = (str(path), st.st_size, st.st_mtime_ns, page, passage, scale)
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                self.hits += 1
+                return self._items[key]
+        view = render_pdf_page(path, page, passage, scale)
+        with self._lock:
+            self.misses += 1
+            self._items[key] = view
+            while len(self._items) > self.max_items:
+                self._items.popitem(last=False)
+        return view
+
+
+def highlight_in_context(prev, chunk, nxt, snippet: str = "") -> list[tuple[str, bool]]:
+    """For sources without pages: (text, is_cited) segments showing the cited words inside
+    the passage and its neighbours. Chunks overlap; their character offsets in the document
+    cut the repeated text so nothing reads twice."""
+    def tail_of(a, b) -> str:  # a's text up to where b starts
+        if a.char_end > a.char_start and b.char_start >= a.char_start:
+            return a.text[: max(0, b.char_start - a.char_start)]
+        return a.text
+
+    def head_after(a, b) -> str:  # b's text after where a ends
+        if b.char_end > b.char_start and a.char_end >= b.char_start:
+            return b.text[max(0, a.char_end - b.char_start):]
+        return b.text
+
+    before = tail_of(prev, chunk) if prev else ""
+    after = head_after(chunk, nxt) if nxt else ""
+    text = chunk.text
+    at = text.find(snippet.strip()) if snippet.strip() else -1
+    if at < 0:  # the snippet is the whole passage, or was normalised: mark the passage
+        parts = [(before, False), (text, True), (after, False)]
+    else:
+        end = at + len(snippet.strip())
+        parts = [(before + text[:at], False), (text[at:end], True), (text[end:] + after, False)]
+    return [(t, hit) for t, hit in parts if t]
