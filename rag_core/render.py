@@ -61,3 +61,12 @@ def plain_answer(answer: Answer) -> str:
         lines += [f"[{c.n}] {c.source}, page {c.page}" + (f" ({c.section})" if c.section else "")
                   for c in answer.citations]
     return "\n".join(lines)
+
+
+def timing_markdown(timings_ms: dict) -> str:
+    """Per-stage times as a small Markdown table, pipeline stages first, then retrieval's sub-steps."""
+    main = [(k, v) for k, v in timings_ms.items() if "_" not in k and isinstance(v, (int, float))]
+    sub = [(k, v) for k, v in timings_ms.items() if "_" in k and isinstance(v, (int, float))]
+    rows = ["| stage | ms |", "|---|---:|"]
+    rows += [f"| {escape_md(k)} | {v:,.1f} |" for k, v in main + sub]
+    return "\n".join(rows)

@@ -120,3 +120,107 @@ def test_feedback_log_and_frames(data_dir, tmp_path):
     assert ws.feedback.per_kb(df).loc[0, "answers"] == 1
     with pytest.raises(Exception):
         ws.feedback.rate("nope", 1)
+
+
+def two_docs(data_dir: Path, tmp: Path) -> Workspace:
+    ws = Workspace(get_settings(data_dir))
+    ws.create_kb("Geo")
+    (tmp / "volcanoes.md").write_text("# Volcanoes\n\nIceland has about 130 volcanoes.\n")
+    (tmp / "rivers.md").write_text("# Rivers\n\nThe Thames is 346 kilometres long.\n")
+    ws.ingest("Geo", [tmp / "volcanoes.md", tmp / "rivers.md"])
+    return ws
+
+
+def test_scoping_a_question_to_chosen_documents(data_dir, tmp_path):
+    ws = two_docs(data_dir, tmp_path)
+    at = app().run()
+    scope = at.multiselect(key="scope_docs")
+    assert sorted(scope.options) == ["rivers.md", "volcanoes.md"]  # shown by file name
+    rivers = next(d.doc_id for d in ws.appdb.list_documents(ws.get_kb("Geo").kb_id) if d.source == "rivers.md")
+    scope.set_value([rivers]).run()
+    assert any("only 1 chosen document" in c.value for c in at.caption)
+    # the answer is in volcanoes.md, which is out of scope: abstain, never cite it
+    at.chat_input[0].set_value("How many volcanoes does Iceland have?").run()
+    assert not at.exception
+    assert any("don't have information" in i.value for i in at.info)
+    assert not [b for b in at.button if "volcanoes.md" in b.label]
+    # back to all documents: answered from volcanoes.md
+    at.multiselect(key="scope_docs").set_value([]).run()
+    at.chat_input[0].set_value("How many volcanoes does Iceland have?").run()
+    assert [b.label for b in at.button if "volcanoes.md" in b.label] == ["[¹] volcanoes.md · p. 1"]
+
+
+def test_regenerate_replaces_the_last_answer_and_new_chat_clears(data_dir, tmp_path):
+    ws = two_docs(data_dir, tmp_path)
+    at = app().run()
+    at.chat_input[0].set_value("How long is the Thames?").run()
+    at.chat_input[0].set_value("How many volcanoes does Iceland have?").run()
+    assert len(at.chat_message) == 4
+    regen = [b for b in at.button if b.label == "Regenerate"]
+    assert len(regen) == 1  # only the last answer can be regenerated
+    regen[0].click().run()
+    assert not at.exception
+    msgs = at.session_state["messages"]
+    assert [m["role"] for m in msgs] == ["user", "assistant", "user", "assistant"]
+    assert msgs[2]["content"] == "How many volcanoes does Iceland have?" and "130" in msgs[3]["answer"].text
+    log = ws.feedback.frame()
+    assert list(log["question"]).count("How many volcanoes does Iceland have?") == 2  # both answers logged
+    assert msgs[3]["query_id"] == log.iloc[-1]["query_id"]  # the new one is on screen
+    next(b for b in at.button if b.label == "New chat").click().run()
+    assert at.session_state["messages"] == [] and len(at.chat_message) == 0
+
+
+def test_thumbs_down_reasons_are_validated_and_counted(data_dir, tmp_path):
+    ws = seed(data_dir, tmp_path)
+    kb = [ws.get_kb("Geo").kb_id]
+    q1 = ws.feedback.log_answer(ws.ask(["Geo"], "How many volcanoes does Iceland have?"), kb)
+    q2 = ws.feedback.log_answer(ws.ask(["Geo"], "Do tourists watch lava flows?"), kb)
+    ws.feedback.rate(q1, -1, "it missed the number", reason="incomplete")
+    ws.feedback.rate(q2, -1)
+    assert ws.feedback.rating_of(q1) == (-1, "it missed the number", "incomplete")
+    with pytest.raises(Exception, match="reason"):
+        ws.feedback.rate(q1, -1, reason="because")
+    with pytest.raises(Exception, match="reason"):
+        ws.feedback.rate(q1, 1, reason="wrong")  # a reason belongs to a thumbs down
+    df = ws.feedback.frame({kb[0]: "Geo"})
+    r = ws.feedback.reasons(df)
+    assert dict(zip(r["reason"], r["count"])) == {"incomplete": 1, "no reason given": 1}
+    s = ws.feedback.summary(df)
+    assert s["citation_coverage"] == 1.0 and s["unsupported_rate"] == 0.0 and s["confidence_mean"] > 0
+    # the date filter and the knowledge-base filter
+    today = df["time"].max().date()
+    assert len(ws.feedback.select(df, today, today, ["Geo"])) == 2
+    assert ws.feedback.select(df, kbs=["Other"]).empty
+    import datetime as dt
+    assert ws.feedback.select(df, today + dt.timedelta(days=1), None).empty
+
+
+def test_feedback_log_from_before_reasons_is_migrated(data_dir):
+    import sqlite3
+
+    data_dir.mkdir(parents=True)
+    con = sqlite3.connect(data_dir / "groundwork.db")
+    con.executescript("""
+        CREATE TABLE queries (query_id TEXT PRIMARY KEY, ts REAL NOT NULL, user TEXT, kb_ids TEXT NOT NULL,
+            question TEXT NOT NULL, answer TEXT NOT NULL, citations TEXT NOT NULL, claims TEXT NOT NULL,
+            grounding REAL NOT NULL, confidence REAL NOT NULL, abstained INTEGER NOT NULL, mode TEXT NOT NULL,
+            timings TEXT NOT NULL);
+        CREATE TABLE feedback (query_id TEXT PRIMARY KEY, rating INTEGER NOT NULL, comment TEXT NOT NULL DEFAULT '',
+            ts REAL NOT NULL);
+        INSERT INTO queries VALUES ('q1', 1700000000, NULL, '[]', 'old?', 'old.', '[]', '[]', 1, 1, 0, 'extractive', '{}');
+        INSERT INTO feedback VALUES ('q1', -1, 'meh', 1700000001);
+    """)
+    con.commit()
+    con.close()
+    ws = Workspace(get_settings(data_dir))
+    assert ws.feedback.rating_of("q1") == (-1, "meh", None)
+    df = ws.feedback.frame()
+    assert df.loc[0, "question"] == "old?" and pd_isna(df.loc[0, "answers_question"])
+    assert list(ws.feedback.reasons(df)["reason"]) == ["no reason given"]
+    ws.close()
+
+
+def pd_isna(v) -> bool:
+    import pandas as pd
+
+    return bool(pd.isna(v))
