@@ -31,7 +31,7 @@ def start_new_chat() -> None:
     st.session_state.pop("pending_question", None)
 
 
-new_chat.button("New chat", icon=":material/add_comment:", on_click=start_new_chat, disabled=not messages,
+new_chat.button("New chat", icon=":material/add_comment:", on_click=start_new_chat,
                 help="Start over: the conversation so far is cleared (answers stay in the analytics log).")
 
 # ---- scope: the selected knowledge bases, optionally only some of their documents ------
@@ -82,6 +82,8 @@ def show_source(c: Citation) -> None:
             label.markdown(f"Page **{view.page}** of {view.pages}")
             nxt.button("Next page", icon=":material/chevron_right:", disabled=view.page >= view.pages,
                        on_click=go, args=(view.page + 1,), key=f"next_{c.chunk_id}")
+            if view.span[1] > view.span[0]:
+                st.caption(f"The passage runs over pages {view.span[0]}–{view.span[1]}.")
             if not view.has_text_layer:
                 st.caption("This page has no text layer (a scanned page), so the passage cannot be marked on it.")
             elif not view.boxes:
@@ -151,22 +153,21 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
         st.caption(badge(answer) + ("  ·  :material/warning: marks sentences the sources do not fully support" if any(
             c.label != "supported" for c in answer.claims) else ""))
         # One button per citation: the marker, the file and the page; a click opens the page.
-        cols = st.columns(min(len(answer.citations), 4) or 1)
-        for i, c in enumerate(answer.citations):
-            if cols[i % len(cols)].button(f"{marker_text([c.n])} {c.source} · p. {c.page}", key=f"src_{idx}_{c.n}",
-                                          type="tertiary", icon=":material/description:",
-                                          help=" ".join(c.snippet.split())[:300]):
-                show_source(c)
-    actions = st.columns([1, 1, 1, 5], vertical_alignment="center")
-    with actions[0].popover("Copy", icon=":material/content_copy:"):
-        st.code(plain_answer(answer), language=None, wrap_lines=True)
-    if last:
-        actions[1].button("Regenerate", icon=":material/refresh:", key=f"regen_{idx}", on_click=regenerate)
-    with actions[2].popover("Timing", icon=":material/timer:"):
-        # Text, not st.dataframe: twenty Arrow tables cost ~90 ms on every rerun of a long chat.
-        st.markdown(timing_markdown(answer.timings_ms))
-    if m.get("query_id"):
-        with actions[3]:
+        with st.container(horizontal=True, gap="small"):
+            for c in answer.citations:
+                if st.button(f"{marker_text([c.n])} {c.source} · p. {c.page}", key=f"src_{idx}_{c.n}",
+                             type="tertiary", icon=":material/description:",
+                             help=" ".join(c.snippet.split())[:300]):
+                    show_source(c)
+    with st.container(horizontal=True, vertical_alignment="center", gap="small"):
+        with st.popover("Copy", icon=":material/content_copy:"):
+            st.code(plain_answer(answer), language=None, wrap_lines=True)
+        if last:
+            st.button("Regenerate", icon=":material/refresh:", key=f"regen_{idx}", on_click=regenerate)
+        with st.popover("Timing", icon=":material/timer:"):
+            # Text, not st.dataframe: twenty Arrow tables cost ~90 ms on every rerun of a long chat.
+            st.markdown(timing_markdown(answer.timings_ms))
+        if m.get("query_id"):
             feedback_controls(m)
 
 

@@ -13,6 +13,7 @@ import difflib
 import io
 import re
 import threading
+import unicodedata
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,7 @@ class PageView:
     boxes: list[tuple[int, int, int, int]] = field(default_factory=list)  # highlight (x0, y0, x1, y1) in pixels
     matched: float = 0.0  # share of the passage's words found on this page
     has_text_layer: bool = True
+    span: tuple[int, int] = (0, 0)  # pages the cited passage runs over (set by the caller that knows the chunk)
 
 
 def _import_pdfium():
@@ -49,7 +51,16 @@ def _import_pdfium():
 
 
 def _words(text: str) -> list[tuple[str, int, int]]:
-    return [(m.group().lower(), m.start(), m.end()) for m in _WORD.finditer(text)]
+    """(normalised word, start, end) with offsets into `text`. Each character is NFKC-folded on
+    its own, so ligatures (ﬁ) and Arabic presentation forms, which PDFium returns as drawn and
+    pypdf as letters, compare equal while offsets still point into the original text."""
+    norm, where = [], []
+    for i, ch in enumerate(text):
+        folded = unicodedata.normalize("NFKC", ch).lower() if ord(ch) > 127 else ch.lower()
+        norm.append(folded)
+        where.extend([i] * len(folded))
+    flat = "".join(norm)
+    return [(m.group(), where[m.start()], where[m.end() - 1] + 1) for m in _WORD.finditer(flat)]
 
 
 def align(page_text: str, passage: str, min_block: int = 3) -> tuple[list[tuple[int, int]], float]:
@@ -175,27 +186,31 @@ def pdf_page_count(path: Path) -> int:
             pdf.close()
 
 
-def best_page(path: Path, first: int, last: int, passage: str) -> int:
-    """The page of first..last that holds most of the passage (a passage that starts at the
-    foot of page 3 may have its cited sentence on page 4)."""
-    if last <= first:
-        return first
+def page_shares(path: Path, first: int, last: int, passage: str) -> dict[int, float]:
+    """For each page of first..last, the share of the passage's words found on it (a passage
+    that starts at the foot of page 3 has part of its words on page 4)."""
     pdfium, raw = _import_pdfium()
-    best, best_share = first, -1.0
+    out = {}
     with _PDFIUM:
         pdf = pdfium.PdfDocument(str(path))
         try:
-            for n in range(first, min(last, len(pdf)) + 1):
+            for n in range(max(first, 1), min(max(last, first), len(pdf)) + 1):
                 pg = pdf[n - 1]
                 tp = pg.get_textpage()
-                share = align(_page_text(raw, tp.raw), passage)[1]
+                out[n] = align(_page_text(raw, tp.raw), passage)[1]
                 tp.close()
                 pg.close()
-                if share > best_share:
-                    best, best_share = n, share
         finally:
             pdf.close()
-    return best
+    return out
+
+
+def best_page(path: Path, first: int, last: int, passage: str) -> int:
+    """The page of first..last that holds most of the passage."""
+    if last <= first:
+        return first
+    shares = page_shares(path, first, last, passage)
+    return max(shares, key=lambda n: (shares[n], -n)) if shares else first
 
 
 class PageCache:

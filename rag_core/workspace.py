@@ -118,9 +118,10 @@ class Workspace:
         # mode) or the whole passage (LLM mode): highlight exactly that.
         chunk = self._cited_chunk(citation)
         passage = citation.snippet or chunk.text
+        span = (chunk.page_start, max(chunk.page_end, chunk.page_start))
         if page is None:
-            page = best_page(path, chunk.page_start, max(chunk.page_end, chunk.page_start), passage)
-        return self.page_cache.get(path, page, passage)
+            page = best_page(path, *span, passage)
+        return replace(self.page_cache.get(path, page, passage), span=span)
 
     def cited_context(self, citation: Citation, user=None, groups=None) -> list[tuple[str, bool]]:
         """The cited text inside the passages around it, as (text, is_cited) segments, for

@@ -41,6 +41,10 @@ def test_align_tolerates_the_two_extractors_differences():
     assert share == 1.0
     covered = "".join(page[a:b] for a, b in ranges)
     assert "keeper" in covered and "dusk." in covered and "Other" not in covered
+    # PDFium returns ligatures as drawn, pypdf as letters: they still match, offsets stay right
+    lig = "The \ufb01nal \ufb02ow rate is 12 litres."
+    (a, b), = align(lig, "The final flow rate is 12 litres.")[0]
+    assert lig[a:b] == lig and align(lig, "The final flow rate")[1] == 1.0
     # two common words in a row are chance, not the passage
     assert align("of the sea and of the land", "history of the world")[0] == []
 
