@@ -84,8 +84,11 @@ def show_source(c: Citation) -> None:
                        on_click=go, args=(view.page + 1,), key=f"next_{c.chunk_id}")
             if view.span[1] > view.span[0]:
                 st.caption(f"The passage runs over pages {view.span[0]}–{view.span[1]}.")
-            if not view.has_text_layer:
-                st.caption("This page has no text layer (a scanned page), so the passage cannot be marked on it.")
+            if view.ocr:
+                st.caption(":material/document_scanner: A scanned page: its text was read by OCR and may hold "
+                           "misreadings; the highlight is placed on the OCR's text lines.")
+            elif not view.has_text_layer:
+                st.caption("This page has no text layer and OCR is off, so the passage cannot be marked on it.")
             elif not view.boxes:
                 st.caption("The cited words are not on this page.")
             st.image(view.png, width="stretch", output_format="PNG", alt=f"Page {view.page} of {c.source}, the cited passage highlighted")
@@ -155,7 +158,8 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
         # One button per citation: the marker, the file and the page; a click opens the page.
         with st.container(horizontal=True, gap="small"):
             for c in answer.citations:
-                if st.button(f"{marker_text([c.n])} {c.source} · p. {c.page}", key=f"src_{idx}_{c.n}",
+                if st.button(f"{marker_text([c.n])} {c.source} · p. {c.page}" + (" · OCR" if c.ocr else ""),
+                             key=f"src_{idx}_{c.n}",
                              type="tertiary", icon=":material/description:",
                              help=" ".join(c.snippet.split())[:300]):
                     show_source(c)

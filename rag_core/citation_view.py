@@ -39,6 +39,7 @@ class PageView:
     matched: float = 0.0  # share of the passage's words found on this page
     has_text_layer: bool = True
     span: tuple[int, int] = (0, 0)  # pages the cited passage runs over (set by the caller that knows the chunk)
+    ocr: bool = False  # the page has no text layer; the highlight sits on OCR'd text lines
 
 
 def _import_pdfium():
@@ -138,11 +139,14 @@ def merge_boxes(boxes: list[tuple[int, int, int, int]]) -> list[tuple[int, int, 
     return out
 
 
-def render_pdf_page(path: Path, page: int, passage: str, scale: float = 1.6) -> PageView:
-    """One page of a PDF as a PNG, with the passage (when it is on this page) highlighted."""
+def render_pdf_page(path: Path, page: int, passage: str, scale: float = 1.6, ocr: bool = True) -> PageView:
+    """One page of a PDF as a PNG, with the passage (when it is on this page) highlighted.
+    A page without a text layer is read by OCR (when `ocr`) and the passage marked on the
+    OCR's text lines, as ingestion read it."""
     from PIL import Image, ImageDraw
 
     pdfium, raw = _import_pdfium()
+    scan = None
     with _PDFIUM:
         pdf = pdfium.PdfDocument(str(path))
         try:
@@ -150,21 +154,35 @@ def render_pdf_page(path: Path, page: int, passage: str, scale: float = 1.6) -> 
             if not 1 <= page <= pages:
                 raise InputError(f"page {page} is outside this document (1–{pages})")
             pg = pdf[page - 1]
-            bitmap = pg.render(scale=scale, rotation=0)
-            img = bitmap.to_pil().convert("RGBA")
+            img = pg.render(scale=scale, rotation=0).to_pil().convert("RGBA")
             textpage = pg.get_textpage()
             text = _page_text(raw, textpage.raw)
-            has_text = bool(text.strip())
-            ranges, matched = align(text, passage) if has_text else ([], 0.0)
+            has_text = len("".join(text.split())) >= 10  # the loader's threshold for "has text"
             boxes = []
-            for start, end in ranges:
-                for rect in _line_rects(raw, textpage.raw, start, end):
-                    boxes.append(_to_pixels(raw, pg.raw, rect, img.width, img.height))
-            boxes = merge_boxes(boxes)
+            if has_text:
+                ranges, matched = align(text, passage)
+                for start, end in ranges:
+                    for rect in _line_rects(raw, textpage.raw, start, end):
+                        boxes.append(_to_pixels(raw, pg.raw, rect, img.width, img.height))
+            elif ocr:
+                from .ingest.ocr import OCR_SCALE
+
+                scan = pg.render(scale=OCR_SCALE).to_pil()
             textpage.close()
             pg.close()
         finally:
             pdf.close()
+    if scan is not None:  # OCR outside the PDFium lock: it takes a second and needs no PDFium
+        from .ingest.ocr import OCR_SCALE, get_engine
+
+        try:
+            lines = get_engine().read(scan)
+        except Exception:  # noqa: BLE001 - no OCR engine here: show the page unmarked
+            lines = []
+        boxes, matched = _ocr_boxes(lines, passage, scale / OCR_SCALE)
+    elif not has_text:
+        matched = 0.0
+    boxes = merge_boxes(boxes)
     if boxes:
         overlay = Image.new("RGBA", img.size, (0, 0, 0, 0))
         draw = ImageDraw.Draw(overlay)
@@ -173,7 +191,30 @@ def render_pdf_page(path: Path, page: int, passage: str, scale: float = 1.6) -> 
         img = Image.alpha_composite(img, overlay)
     buf = io.BytesIO()
     img.convert("RGB").save(buf, format="PNG", optimize=False)
-    return PageView(buf.getvalue(), page, pages, img.width, img.height, boxes, matched, has_text)
+    return PageView(buf.getvalue(), page, pages, img.width, img.height, boxes, matched, has_text, ocr=scan is not None)
+
+
+def _ocr_boxes(lines, passage: str, factor: float) -> tuple[list[tuple[int, int, int, int]], float]:
+    """Boxes for the passage over OCR lines: the matched characters' share of each line's
+    width (OCR gives a box per line, not per character)."""
+    text, spans, at = [], [], 0
+    for ln in lines:
+        spans.append((at, at + len(ln.text), ln))
+        text.append(ln.text)
+        at += len(ln.text) + 1
+    ranges, matched = align("\n".join(text), passage)
+    boxes = []
+    for a, b in ranges:
+        for start, end, ln in spans:
+            lo, hi = max(a, start), min(b, end)
+            if lo >= hi:
+                continue
+            x0, y0, x1, y1 = ln.box
+            n = max(end - start, 1)
+            left = x0 + (x1 - x0) * (lo - start) / n
+            right = x0 + (x1 - x0) * (hi - start) / n
+            boxes.append((int(left * factor), int(y0 * factor), int(right * factor), int(y1 * factor)))
+    return boxes, matched
 
 
 def pdf_page_count(path: Path) -> int:
@@ -224,15 +265,15 @@ class PageCache:
         self._lock = threading.Lock()
         self.hits = self.misses = 0
 
-    def get(self, path: Path, page: int, passage: str, scale: float = 1.6) -> PageView:
+    def get(self, path: Path, page: int, passage: str, scale: float = 1.6, ocr: bool = True) -> PageView:
         st = path.stat()
-        key = (str(path), st.st_size, st.st_mtime_ns, page, passage, scale)
+        key = (str(path), st.st_size, st.st_mtime_ns, page, passage, scale, ocr)
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
                 self.hits += 1
                 return self._items[key]
-        view = render_pdf_page(path, page, passage, scale)
+        view = render_pdf_page(path, page, passage, scale, ocr)
         with self._lock:
             self.misses += 1
             self._items[key] = view

@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     max_files_per_batch: int = Field(default=500, ge=1)
     # Files are parsed in a worker process with these limits (0 s = parse in-process, for
     # debugging); a file that exceeds them fails alone with its reason.
+    # Read PDF pages without a text layer (scans) with OCR (RapidOCR, models in its wheel;
+    # ~1 s per page on 2 cores). Off: such files are refused as image-only, as before.
+    ocr: bool = True
     ingest_timeout_s: float = Field(default=120.0, ge=0)
     ingest_memory_mb: int = Field(default=2048, ge=256)
 

@@ -11,7 +11,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-ChunkType = Literal["paragraph", "table", "code", "list", "heading"]
+ChunkType = Literal["paragraph", "table", "code", "list", "heading", "ocr"]  # ocr: text read from a page image
 DocStatus = Literal["indexing", "indexed", "failed"]
 
 
@@ -168,6 +168,7 @@ class Citation:
     kb_id: str = ""
     title: str = ""
     section: str = ""
+    ocr: bool = False  # the passage was read by OCR from a page image (may hold misreadings)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

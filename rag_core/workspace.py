@@ -121,7 +121,7 @@ class Workspace:
         span = (chunk.page_start, max(chunk.page_end, chunk.page_start))
         if page is None:
             page = best_page(path, *span, passage)
-        return replace(self.page_cache.get(path, page, passage), span=span)
+        return replace(self.page_cache.get(path, page, passage, ocr=self.settings.ocr), span=span)
 
     def cited_context(self, citation: Citation, user=None, groups=None) -> list[tuple[str, bool]]:
         """The cited text inside the passages around it, as (text, is_cited) segments, for

@@ -71,7 +71,7 @@ def resolve(text: str, sources: list[ScoredChunk], snippets: dict[int, str] | No
             Citation(
                 n=shown, doc_id=c.doc_id, source=c.source, page=c.page_start, chunk_id=c.chunk_id,
                 snippet=(snippets or {}).get(orig) or c.text, score=round(float(r.score), 6), kb_id=c.kb_id,
-                title=c.title, section=c.section,
+                title=c.title, section=c.section, ocr=c.chunk_type == "ocr",
             )
         )
     return ResolvedCitations(new_text, citations, invalid, mapping)

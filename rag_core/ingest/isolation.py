@@ -29,9 +29,11 @@ def _serve(conn, memory_mb: int) -> None:  # pragma: no cover - runs in the chil
             req = conn.recv()
         except EOFError:
             return
-        path, name, max_pages = req
+        path, name, max_pages, ocr = req
         try:
-            conn.send(("ok", load_file(Path(path), display_name=name, max_pages=max_pages)))
+            docs = load_file(Path(path), display_name=name, max_pages=max_pages, ocr=ocr,
+                             on_progress=lambda: conn.send(("progress", None)))
+            conn.send(("ok", docs))
         except LoadError as exc:
             conn.send(("error", str(exc)))
         except MemoryError:
@@ -67,22 +69,27 @@ class IsolatedLoader:
             self._proc.join(timeout=5)
         self._proc = self._conn = None
 
-    def load(self, path: Path, name: str, max_pages: int) -> list[LoadedDocument]:
+    def load(self, path: Path, name: str, max_pages: int, ocr: bool = False) -> list[LoadedDocument]:
+        """The time limit is for silence, not for the whole file: OCR reports every page, so
+        a 300-page scan may take minutes while a reader stuck on one page is still stopped."""
         self._ensure()
-        self._conn.send((str(path), name, max_pages))
-        if not self._conn.poll(self.timeout_s):
-            self._kill()
-            raise LoadError(f"reading it took longer than {self.timeout_s:.0f} s; skipped (RAG_INGEST_TIMEOUT_S)")
-        try:
-            status, payload = self._conn.recv()
-        except (EOFError, OSError):
-            self._kill()
-            raise LoadError(
-                f"the reader crashed on this file (it may need more than the {self.memory_mb} MB memory limit)"
-            ) from None
-        if status == "error":
-            raise LoadError(payload)
-        return payload
+        self._conn.send((str(path), name, max_pages, ocr))
+        while True:
+            if not self._conn.poll(self.timeout_s):
+                self._kill()
+                raise LoadError(f"reading it took longer than {self.timeout_s:.0f} s; skipped (RAG_INGEST_TIMEOUT_S)")
+            try:
+                status, payload = self._conn.recv()
+            except (EOFError, OSError):
+                self._kill()
+                raise LoadError(
+                    f"the reader crashed on this file (it may need more than the {self.memory_mb} MB memory limit)"
+                ) from None
+            if status == "progress":
+                continue
+            if status == "error":
+                raise LoadError(payload)
+            return payload
 
     def close(self) -> None:
         self._kill()

@@ -14,9 +14,10 @@ import io
 import json
 import logging
 import re
+from collections.abc import Callable
 from pathlib import Path
 
-from rag_core.errors import LoadError, UnsupportedFileType
+from rag_core.errors import LoadError, MissingDependency, UnsupportedFileType
 from rag_core.models import LoadedDocument
 
 __all__ = ["SUPPORTED_EXTENSIONS", "clean_pdf_text", "load_file", "title_from_filename"]
@@ -41,8 +42,10 @@ NOT_UTF8 = "not valid UTF-8 text"
 PDF_NEEDS_PASSWORD = "encrypted PDF: a password is required"
 PDF_WRONG_PASSWORD = "encrypted PDF: the password is wrong"
 PDF_INVALID = "not a valid PDF (file is damaged or not a PDF)"
-PDF_ONLY_IMAGES = "no text found (the PDF has only images; OCR is not enabled)"
-PDF_NO_TEXT_LAYER = "no text found (the PDF has no text layer; OCR is not enabled)"
+PDF_ONLY_IMAGES = "no text found (the PDF has only images; OCR is switched off: RAG_OCR)"
+PDF_ONLY_IMAGES_OCR = "no text found (the PDF has only images, and OCR found no text in them)"
+PDF_NO_TEXT_LAYER = "no text found (the PDF has no text layer; OCR is switched off: RAG_OCR)"
+PDF_NO_TEXT_OCR = "no text found (the PDF has no text layer, and OCR found no text on its pages)"
 DOCX_INVALID = "not a valid DOCX file"
 
 
@@ -55,12 +58,16 @@ def load_file(
     display_name: str | None = None,
     max_pages: int = 5000,
     password: str | None = None,
+    ocr: bool = False,
+    on_progress: Callable[[], None] | None = None,
 ) -> list[LoadedDocument]:
     """Load one file into documents (one per file; one per record for JSONL).
 
     The format comes from the extension of `path`, or of `display_name` when `path` has
     none we know: uploads are often saved under a temporary name, while the name the
-    user gave keeps the real extension. `password` is used for encrypted PDFs only.
+    user gave keeps the real extension. `password` is used for encrypted PDFs only. `ocr`
+    reads PDF pages that have no text layer with OCR; `on_progress` is called after each
+    OCR'd page (slow work that is still moving, for the caller's time limit).
     """
     path = Path(path)
     source = display_name or path.name
@@ -82,7 +89,8 @@ def load_file(
 
     try:
         if ext == ".pdf":
-            return [_load_pdf(path, source, max_pages=max_pages, password=password)]
+            return [_load_pdf(path, source, max_pages=max_pages, password=password, ocr=ocr,
+                              on_progress=on_progress)]
         if ext == ".docx":
             return [_load_docx(path, source)]
         data = path.read_bytes()
@@ -229,7 +237,8 @@ _LINE_END_HYPHEN = re.compile(r"(?<=[^\W\d_])-\n(?=([^\W\d_]))")
 _MANY_BLANK_LINES = re.compile(r"\n{3,}")
 
 
-def _load_pdf(path: Path, source: str, *, max_pages: int, password: str | None) -> LoadedDocument:
+def _load_pdf(path: Path, source: str, *, max_pages: int, password: str | None, ocr: bool = False,
+              on_progress: Callable[[], None] | None = None) -> LoadedDocument:
     from pypdf import PdfReader
     from pypdf.errors import DependencyError, FileNotDecryptedError
 
@@ -271,10 +280,16 @@ def _load_pdf(path: Path, source: str, *, max_pages: int, password: str | None) 
 
     if len(failed) == page_count:
         raise LoadError("could not extract text from any page (the PDF is damaged)")
+    ocr_pages: list[int] = []
+    blank = [i for i, p in enumerate(pages) if len("".join(p.split())) < _MIN_CHARS_PER_PAGE]
+    if ocr and blank:  # scans, and text drawn as outlines: OCR reads both
+        ocr_pages = _ocr_pages(path, password, blank, pages, on_progress)
     visible = sum(len("".join(p.split())) for p in pages)
     if visible < _MIN_CHARS_PER_PAGE * page_count:
         has_images = _pdf_has_images(reader)
         if visible == 0 or has_images:
+            if ocr:
+                raise LoadError(PDF_ONLY_IMAGES_OCR if has_images else PDF_NO_TEXT_OCR)
             raise LoadError(PDF_ONLY_IMAGES if has_images else PDF_NO_TEXT_LAYER)
 
     try:
@@ -283,7 +298,43 @@ def _load_pdf(path: Path, source: str, *, max_pages: int, password: str | None) 
         raw_title = None
     title = _meaningful_title(raw_title, source) or title_from_filename(source)
     metadata: dict = {"failed_pages": failed} if failed else {}
+    if ocr_pages:
+        metadata["ocr_pages"] = ocr_pages
     return LoadedDocument(source=source, title=title, mime=_MIME[".pdf"], pages=pages, metadata=metadata)
+
+
+def _ocr_pages(path: Path, password: str | None, blank: list[int], pages: list[str],
+               on_progress: Callable[[], None] | None) -> list[int]:
+    """OCR the pages (0-based) that have no text layer, in place; the 1-based numbers of the
+    pages that got text from it. Without the OCR engine the pages stay empty (and the file
+    is refused as image-only, as before)."""
+    from .ocr import lines_text, ocr_pdf_page
+
+    try:
+        import pypdfium2 as pdfium
+
+        pdf = pdfium.PdfDocument(str(path), password=password)
+    except Exception:  # noqa: BLE001 - pypdf read it; if PDFium cannot, there is nothing to OCR
+        log.info("%s: PDFium could not open it for OCR", path.name, exc_info=True)
+        return []
+    done = []
+    try:
+        for i in blank:
+            try:
+                page = pdf[i]
+                text = clean_pdf_text(lines_text(ocr_pdf_page(page)))
+                page.close()
+            except MissingDependency:
+                log.warning("OCR is not available; image-only pages are skipped", exc_info=True)
+                return done
+            if len("".join(text.split())) >= _MIN_CHARS_PER_PAGE:
+                pages[i] = text
+                done.append(i + 1)
+            if on_progress:
+                on_progress()
+    finally:
+        pdf.close()
+    return done
 
 
 def clean_pdf_text(text: str) -> str:

@@ -74,8 +74,8 @@ class Ingestor:
 
     def load(self, path: Path, name: str) -> list[LoadedDocument]:
         if self._isolated is None:
-            return load_file(path, display_name=name, max_pages=self.settings.max_pages)
-        return self._isolated.load(path, name, self.settings.max_pages)
+            return load_file(path, display_name=name, max_pages=self.settings.max_pages, ocr=self.settings.ocr)
+        return self._isolated.load(path, name, self.settings.max_pages, self.settings.ocr)
 
     # ---- recovery --------------------------------------------------------------------
     def recover_interrupted(self) -> int:
@@ -211,9 +211,12 @@ class Ingestor:
             raise LoadError(
                 f"document would make {len(chunks)} chunks; the limit is {self.settings.max_chunks_per_doc} (RAG_MAX_CHUNKS_PER_DOC)"
             )
+        ocr_pages = set(ld.metadata.get("ocr_pages", ()))
         for c in chunks:
             # Chunk ids are unique across knowledge bases: the same record may live in two.
             c.chunk_id = f"{kb.kb_id}/{doc_id}#{c.ordinal}"
+            if ocr_pages.intersection(range(c.page_start, c.page_end + 1)):
+                c.chunk_type = "ocr"  # read by OCR: shown as such wherever it is cited
             c.tenant, c.acl_users, c.acl_groups = kb.tenant, list(kb.acl_users), list(kb.acl_groups)
         doc = Document(
             doc_id=doc_id, kb_id=kb.kb_id, source=ld.source, title=ld.title,

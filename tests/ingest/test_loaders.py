@@ -472,7 +472,7 @@ def test_pdf_with_unreadable_page_tree():
 def test_image_only_pdf(name):
     # imagemagick-images.pdf holds the stray word "Background" on 4 of 6 image pages:
     # still a scan, so it is refused rather than indexed as "Background".
-    with pytest.raises(LoadError, match=r"^no text found \(the PDF has only images; OCR is not enabled\)$"):
+    with pytest.raises(LoadError, match=r"^no text found \(the PDF has only images; OCR is switched off: RAG_OCR\)$"):
         load_file(SAMPLE_PDFS / "007-imagemagick-images" / name)
 
 
