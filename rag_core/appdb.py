@@ -199,7 +199,7 @@ class AppDB:
     # ---- document registry -----------------------------------------------------------
     def find_duplicate(self, kb_id: str, sha256: str) -> Document | None:
         r = self.db.query_one(
-            "SELECT * FROM documents WHERE kb_id=? AND sha256=? AND status='indexed'", (kb_id, sha256)
+            "SELECT * FROM documents WHERE kb_id=? AND sha256=? AND status IN ('indexed','searchable')", (kb_id, sha256)
         )
         return _doc_from_row(r) if r else None
 
@@ -207,8 +207,15 @@ class AppDB:
         r = self.db.query_one("SELECT * FROM documents WHERE kb_id=? AND doc_id=?", (kb_id, doc_id))
         return _doc_from_row(r) if r else None
 
-    def list_documents(self, kb_id: str, status: str | None = "indexed") -> list[Document]:
-        if status:
+    def list_documents(self, kb_id: str, status: str | None = "visible") -> list[Document]:
+        """"visible": what people can search and open ('indexed', and 'searchable' = keyword
+        index written, vectors still being computed); a status name; None: every row."""
+        if status == "visible":
+            rows = self.db.query(
+                "SELECT * FROM documents WHERE kb_id=? AND status IN ('indexed', 'searchable') "
+                "ORDER BY created_at, doc_id", (kb_id,)
+            )
+        elif status:
             rows = self.db.query(
                 "SELECT * FROM documents WHERE kb_id=? AND status=? ORDER BY created_at, doc_id", (kb_id, status)
             )
@@ -250,6 +257,43 @@ class AppDB:
                 (chunks, kb_id, doc_id),
             )
 
+    def mark_searchable(self, kb_id: str, doc_id: str, chunks: int) -> None:
+        """Keyword index written: the document can be found and cited; its vectors are
+        computed next, by whichever process claims it (`claim_for_vectors`)."""
+        with self.db.transaction() as c:
+            c.execute(
+                "UPDATE documents SET status='searchable', chunks=?, owner_pid=NULL WHERE kb_id=? AND doc_id=?",
+                (chunks, kb_id, doc_id),
+            )
+
+    def waiting_for_vectors(self, kb_id: str | None = None) -> list[Document]:
+        q = "SELECT * FROM documents WHERE status='searchable'" + (" AND kb_id=?" if kb_id else "")
+        return [_doc_from_row(r) for r in self.db.query(q + " ORDER BY created_at, doc_id", (kb_id,) if kb_id else ())]
+
+    def claim_for_vectors(self, kb_id: str, doc_id: str) -> bool:
+        """One process embeds a document: claimed unless a live other process holds it."""
+        r = self.db.query_one("SELECT owner_pid FROM documents WHERE kb_id=? AND doc_id=? AND status='searchable'",
+                              (kb_id, doc_id))
+        if r is None:
+            return False
+        pid = r["owner_pid"]
+        if pid and pid != os.getpid() and _pid_alive(pid):
+            return False
+        with self.db.transaction() as c:
+            c.execute("UPDATE documents SET owner_pid=? WHERE kb_id=? AND doc_id=? AND status='searchable'",
+                      (os.getpid(), kb_id, doc_id))
+        return True
+
+    def vector_progress(self, kb_ids: list[str]) -> tuple[int, int]:
+        """(chunks still without vectors, chunks searchable) over these knowledge bases."""
+        if not kb_ids:
+            return 0, 0
+        marks = ",".join("?" * len(kb_ids))
+        r = self.db.query_one(
+            f"SELECT COALESCE(SUM(CASE WHEN status='searchable' THEN chunks ELSE 0 END),0), COALESCE(SUM(chunks),0) "
+            f"FROM documents WHERE kb_id IN ({marks}) AND status IN ('indexed','searchable')", list(kb_ids))
+        return int(r[0]), int(r[1])
+
     def remove_document(self, kb_id: str, doc_id: str) -> None:
         with self.db.transaction() as c:
             c.execute("DELETE FROM documents WHERE kb_id=? AND doc_id=?", (kb_id, doc_id))
@@ -268,7 +312,8 @@ class AppDB:
 
     def counts(self, kb_id: str) -> tuple[int, int]:
         r = self.db.query_one(
-            "SELECT COUNT(*), COALESCE(SUM(chunks),0) FROM documents WHERE kb_id=? AND status='indexed'", (kb_id,)
+            "SELECT COUNT(*), COALESCE(SUM(chunks),0) FROM documents WHERE kb_id=? AND status IN ('indexed','searchable')",
+            (kb_id,),
         )
         return int(r[0]), int(r[1])
 

@@ -73,8 +73,18 @@ def cmd_ingest(args) -> int:
         bar.set_postfix_str(name[-40:])
         bar.update(done - bar.n)
 
-    stats = ws.ingestor.ingest(kb, paths, progress=progress)
-    bar.close()
+    vbar = None
+
+    def vector_progress(done: int, total: int) -> None:
+        nonlocal vbar
+        if vbar is None:  # second bar: the keyword index is written, vectors follow
+            bar.close()
+            vbar = tqdm(total=total, unit="chunk", desc="embedding", disable=None if not args.json else True,
+                        file=sys.stderr)
+        vbar.update(done - vbar.n)
+
+    stats = ws.ingestor.ingest(kb, paths, progress=progress, vector_progress=vector_progress)
+    (vbar or bar).close()
     reports = [r.to_dict() for r in stats.reports]
     summary = {
         "kb": kb.name, "files": stats.files, "documents": stats.documents, "pages": stats.pages,

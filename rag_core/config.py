@@ -28,7 +28,10 @@ class Settings(BaseSettings):
     # OpenAI-compatible /embeddings endpoint through langchain-openai.
     embedding_provider: Literal["minilm", "openai"] = "minilm"
     embedding_model: str = "text-embedding-3-small"  # used by the openai provider only
-    embedding_batch_size: int = Field(default=16, ge=1, le=1024)  # 16 beat 32 here (less padding, ~350 MB less peak memory)
+    embedding_batch_size: int = Field(default=16, ge=1, le=1024)  # texts per request (openai provider)
+    # Bundled model: padded tokens per batch (long texts run alone, short ones together;
+    # measured in benchmarks/embedding_ceiling.py).
+    embedding_batch_tokens: int = Field(default=256, ge=16, le=65536)
     embedding_threads: int = Field(default=0, ge=0, le=64, description="0 = onnxruntime default")
     embedding_max_tokens: int = Field(default=256, ge=16, le=512)
 

@@ -36,14 +36,17 @@ def _tokenizer_path() -> Path:
 class MiniLMEmbeddings(Embeddings):
     """Mean-pooled, L2-normalised MiniLM, as sentence-transformers does it.
 
-    Texts are sorted by length before batching so a batch pads to similar lengths: on this
-    model padding waste is the difference between ~6 and ~14 texts/s on 2 cores.
+    Batches are cut by a budget of padded tokens, not by a count of texts, over texts sorted
+    by token length. Measured on 2 cores (benchmarks/embedding_ceiling.py): a 256-token
+    abstract runs at ~40 texts/s alone but ~20/s in batches of 16 (the batch's activations
+    outgrow the cache), while 20-token titles gain from batching (246 → 345 texts/s). A budget
+    of 256 tokens gets both: long texts alone, short ones together.
     """
 
     model_id = MINILM_ID
     dim = 384
 
-    def __init__(self, max_tokens: int = 256, batch_size: int = 32, threads: int = 0):
+    def __init__(self, max_tokens: int = 256, batch_tokens: int = 256, threads: int = 0):
         try:
             import onnxruntime as ort
             import tokenizers
@@ -52,7 +55,7 @@ class MiniLMEmbeddings(Embeddings):
             raise MissingDependency(
                 f"the bundled embedding model needs {exc.name}: pip install -r requirements.txt"
             ) from exc
-        self.batch_size = batch_size
+        self.batch_tokens = batch_tokens
         self.tokenizer = tokenizers.Tokenizer.from_file(str(_tokenizer_path()))
         self.tokenizer.enable_truncation(max_tokens)
         self.tokenizer.no_padding()
@@ -74,8 +77,7 @@ class MiniLMEmbeddings(Embeddings):
     def token_count(self, text: str) -> int:
         return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
 
-    def _embed_batch(self, texts: list[str]) -> np.ndarray:
-        enc = self.tokenizer.encode_batch(texts)
+    def _run(self, enc: list) -> np.ndarray:
         width = max(len(e.ids) for e in enc)
         ids = np.zeros((len(enc), width), dtype=np.int64)
         mask = np.zeros((len(enc), width), dtype=np.int64)
@@ -91,15 +93,30 @@ class MiniLMEmbeddings(Embeddings):
         vec = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
         return vec / np.clip(np.linalg.norm(vec, axis=1, keepdims=True), 1e-12, None)
 
+    def batches(self, lengths: list[int]) -> list[list[int]]:
+        """Indices grouped so that (longest in batch × batch size) ≤ the token budget."""
+        out: list[list[int]] = []
+        batch: list[int] = []
+        width = 0
+        for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+            w = max(width, lengths[i])
+            if batch and w * (len(batch) + 1) > self.batch_tokens:
+                out.append(batch)
+                batch, w = [], lengths[i]
+            batch.append(i)
+            width = w
+        if batch:
+            out.append(batch)
+        return out
+
     def embed_array(self, texts: list[str]) -> np.ndarray:
         """float32 (n, 384); the fast path the store uses (no list-of-lists round trip)."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start : start + self.batch_size]
-            out[idx] = self._embed_batch([texts[i] or " " for i in idx])
+        enc = self.tokenizer.encode_batch([t or " " for t in texts])
+        for idx in self.batches([len(e.ids) for e in enc]):
+            out[idx] = self._run([enc[i] for i in idx])
         return out
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -145,14 +162,15 @@ class OpenAICompatibleEmbeddings(Embeddings):
 
 
 @lru_cache(maxsize=4)
-def _build(provider: str, model: str, max_tokens: int, batch: int, threads: int, base_url: str | None, key: str | None):
+def _build(provider: str, model: str, max_tokens: int, batch: int, batch_tokens: int, threads: int,
+           base_url: str | None, key: str | None):
     if provider == "openai":
         from .config import Settings as _S
 
         return OpenAICompatibleEmbeddings(
             _S(embedding_model=model, embedding_batch_size=batch, openai_base_url=base_url, openai_api_key=key)
         )
-    return MiniLMEmbeddings(max_tokens=max_tokens, batch_size=batch, threads=threads)
+    return MiniLMEmbeddings(max_tokens=max_tokens, batch_tokens=batch_tokens, threads=threads)
 
 
 def get_embedder(settings: Settings) -> MiniLMEmbeddings | OpenAICompatibleEmbeddings:
@@ -163,6 +181,7 @@ def get_embedder(settings: Settings) -> MiniLMEmbeddings | OpenAICompatibleEmbed
         settings.embedding_model,
         settings.embedding_max_tokens,
         settings.embedding_batch_size,
+        settings.embedding_batch_tokens,
         threads,
         settings.openai_base_url,
         settings.openai_api_key,

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 ChunkType = Literal["paragraph", "table", "code", "list", "heading", "ocr"]  # ocr: text read from a page image
-DocStatus = Literal["indexing", "indexed", "failed"]
+DocStatus = Literal["indexing", "searchable", "indexed", "failed"]  # searchable: keyword index written, vectors pending
 
 
 @dataclass

@@ -88,7 +88,7 @@ class Workspace:
         answer for "does not exist" and "not yours", so access cannot be probed)."""
         kb = self.appdb.find_kb(kb_id)
         doc = self.appdb.get_document(kb_id, doc_id) if kb else None
-        if doc is None or doc.status != "indexed" or not _visible(doc, self.filters_for([kb], user, groups)):
+        if doc is None or doc.status not in ("indexed", "searchable") or not _visible(doc, self.filters_for([kb], user, groups)):
             raise NotFound("that document is not available")
         return doc
 
@@ -246,7 +246,7 @@ class Workspace:
         docs = chunks = 0
         kbs = self.list_kbs()
         for kb in kbs:
-            for doc in self.appdb.list_documents(kb.kb_id):
+            for doc in self.appdb.list_documents(kb.kb_id, status="indexed"):  # with their vectors
                 cs = self.store.document_chunks(kb.kb_id, doc.doc_id)
                 vecs = self.store.vectors_for([c.chunk_id for c in cs])
                 target.delete_document(kb.kb_id, doc.doc_id)

@@ -1,8 +1,12 @@
-"""Ingestion: file → load → chunk → embed (cached, batched) → store, one document at a time.
+"""Ingestion: file → load → chunk → keyword index (searchable) → embed → vectors (indexed).
 
-Per document: register as 'indexing' → write all chunks in one store transaction → mark
-'indexed'. A crash between those steps leaves an 'indexing' row whose writer is gone;
-`recover_interrupted` removes whatever it wrote, so no half document ever stays.
+Two phases, so a document can be found by its words seconds after upload while its vectors
+(~99% of the work) follow:
+1. per document: register as 'indexing' → write all chunks without vectors in one store
+   transaction → 'searchable'. A crash in between leaves an 'indexing' row whose writer is
+   gone; `recover_interrupted` removes whatever it wrote, so no half document ever stays.
+2. `fill_vectors`: embed the chunks of 'searchable' documents (cached, batched) → set their
+   vectors → 'indexed'. Any process may resume it after a crash (`claim_for_vectors`).
 A bad file fails alone with its reason; the batch goes on.
 """
 
@@ -28,8 +32,13 @@ from .isolation import IsolatedLoader
 from .loaders import SUPPORTED_EXTENSIONS, load_file
 
 # Chunks embedded per model call group: big enough that length-sorted batches pad little,
-# small enough that a crash or Ctrl-C loses little work (finished documents are committed).
+# small enough that a crash, a cancel or Ctrl-C loses little work (each group's vectors are
+# committed) and progress moves every few seconds.
 EMBED_GROUP = 256
+
+
+class Cancelled(GroundworkError):
+    """The caller asked to stop (a cancelled ingestion job)."""
 
 
 @dataclass
@@ -115,7 +124,14 @@ class Ingestor:
         *,
         display_names: dict[Path, str] | None = None,
         progress: Callable[[int, int, str], None] | None = None,
+        vector_progress: Callable[[int, int], None] | None = None,
+        cancel: Callable[[], bool] | None = None,
+        on_report: Callable[[FileReport], None] | None = None,
+        embed: bool = True,
     ) -> IngestStats:
+        """Phase 1 for every file, then (with `embed`) phase 2 for what they added. `cancel`
+        is polled between files and between embedding groups (raises `Cancelled`; the file
+        being written is rolled back). `on_report` gets each file's report as it is made."""
         self.recover_interrupted()
         files = expand_paths(paths)
         stats = IngestStats(files=len(files))
@@ -125,10 +141,14 @@ class Ingestor:
                 f"{len(files)} files in one batch; the limit is {self.settings.max_files_per_batch} (RAG_MAX_FILES_PER_BATCH)"
             )
         for n, path in enumerate(files):
+            if cancel and cancel():
+                raise Cancelled("cancelled")
             name = (display_names or {}).get(path, path.name)
             t0 = time.perf_counter()
             try:
-                report = self._ingest_file(kb, path, name, stats)
+                report = self._ingest_file(kb, path, name, stats, cancel)
+            except Cancelled:
+                raise
             except GroundworkError as exc:
                 report = FileReport(file=name, status="failed", reason=str(exc))
             except MemoryError:
@@ -137,12 +157,74 @@ class Ingestor:
                 report = FileReport(file=name, status="failed", reason=f"unexpected error: {type(exc).__name__}: {exc}")
             report.seconds = round(time.perf_counter() - t0, 3)
             stats.reports.append(report)
+            if on_report:
+                on_report(report)
             if progress:
                 progress(n + 1, len(files), name)
+        if embed:
+            self.fill_vectors(kb.kb_id, stats=stats, progress=vector_progress, cancel=cancel)
         stats.seconds_total = time.perf_counter() - t_start
         return stats
 
-    def _ingest_file(self, kb: KnowledgeBase, path: Path, name: str, stats: IngestStats) -> FileReport:
+    def fill_vectors(
+        self,
+        kb_id: str | None = None,
+        *,
+        stats: IngestStats | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        cancel: Callable[[], bool] | None = None,
+        doc_ids: set[str] | None = None,
+    ) -> int:
+        """Phase 2: vectors for every 'searchable' document (of `kb_id`, or all), in groups of
+        EMBED_GROUP chunks across documents; a document becomes 'indexed' when its last chunk
+        has its vector. Returns the chunks given vectors."""
+        stats = stats if stats is not None else IngestStats()
+        docs = [d for d in self.appdb.waiting_for_vectors(kb_id) if doc_ids is None or d.doc_id in doc_ids]
+        total = sum(d.chunks for d in docs)
+        done = 0
+        queue: list[Chunk] = []
+        remaining: dict[tuple[str, str], int] = {}
+        by_key = {(d.kb_id, d.doc_id): d for d in docs}
+
+        def flush() -> None:
+            nonlocal done
+            if not queue:
+                return
+            vecs = self.embed_chunks(queue, stats)
+            self.store.set_vectors([c.chunk_id for c in queue], vecs)
+            for c in queue:
+                key = (c.kb_id, c.doc_id)
+                remaining[key] -= 1
+                if remaining[key] == 0:
+                    doc = by_key[key]
+                    self.appdb.finish_document(doc.kb_id, doc.doc_id, doc.chunks)
+                    self._replace_older_versions(doc.kb_id, doc.source, doc.doc_id)
+            done += len(queue)
+            queue.clear()
+            if progress:
+                progress(done, total)
+
+        for d in docs:
+            if cancel and cancel():
+                raise Cancelled("cancelled")
+            if not self.appdb.claim_for_vectors(d.kb_id, d.doc_id):
+                continue  # another live process is embedding it
+            chunks = self.store.document_chunks(d.kb_id, d.doc_id)
+            if not chunks:  # deleted meanwhile
+                continue
+            remaining[(d.kb_id, d.doc_id)] = len(chunks)
+            by_key[(d.kb_id, d.doc_id)].chunks = len(chunks)
+            for c in chunks:
+                queue.append(c)
+                if len(queue) >= EMBED_GROUP:
+                    flush()
+                    if cancel and cancel():
+                        raise Cancelled("cancelled")
+        flush()
+        return done
+
+    def _ingest_file(self, kb: KnowledgeBase, path: Path, name: str, stats: IngestStats,
+                     cancel: Callable[[], bool] | None = None) -> FileReport:
         if not path.exists():
             raise LoadError("file not found")
         # Uploads arrive under temporary names: the display name's extension counts then.
@@ -182,6 +264,8 @@ class Ingestor:
             if pending_chunks >= EMBED_GROUP:
                 new_docs += self._write(pending, stats, report)
                 pending, pending_chunks = [], 0
+                if cancel and cancel():
+                    raise Cancelled("cancelled")
         if pending:
             new_docs += self._write(pending, stats, report)
         report.pages = sum(ld.page_count for ld in loaded)
@@ -192,7 +276,6 @@ class Ingestor:
             return report
         if not is_records:
             self._store_original(kb, path, name, report.doc_ids[0])
-            self._replace_older_versions(kb, name, report.doc_ids[0])
         return report
 
     def _prepare(self, kb: KnowledgeBase, ld: LoadedDocument, sha: str | None, path: Path):
@@ -200,7 +283,7 @@ class Ingestor:
         content_sha = sha or hashlib.sha256("\n\n".join(ld.pages).encode() + ld.title.encode()).hexdigest()
         doc_id = ld.doc_id or hashlib.sha256(f"{kb.kb_id}:{content_sha}".encode()).hexdigest()[:16]
         existing = self.appdb.get_document(kb.kb_id, doc_id)
-        if existing and existing.status == "indexed" and existing.sha256 == content_sha:
+        if existing and existing.status in ("indexed", "searchable") and existing.sha256 == content_sha:
             return None, []
         chunks = chunk_document(
             ld, doc_id=doc_id, kb_id=kb.kb_id, chunk_size=self.settings.chunk_size, chunk_overlap=self.settings.chunk_overlap
@@ -227,18 +310,14 @@ class Ingestor:
         return doc, chunks
 
     def _write(self, pending: list[tuple[Document, list[Chunk]]], stats: IngestStats, report: FileReport) -> int:
-        all_chunks = [c for _, cs in pending for c in cs]
-        vectors = self.embed_chunks(all_chunks, stats)
-        at = 0
+        """Phase 1: each document's chunks into the keyword index, all or nothing."""
         for doc, chunks in pending:
-            vecs = vectors[at : at + len(chunks)]
-            at += len(chunks)
             self.appdb.begin_document(doc)
             try:
                 # A re-imported record with new text replaces the old chunks.
                 self.store.delete_document(doc.kb_id, doc.doc_id)
-                self.store.add_chunks(chunks, vecs)
-                self.appdb.finish_document(doc.kb_id, doc.doc_id, len(chunks))
+                self.store.add_chunks(chunks, None)
+                self.appdb.mark_searchable(doc.kb_id, doc.doc_id, len(chunks))
             except BaseException:
                 self.store.delete_document(doc.kb_id, doc.doc_id)
                 self.appdb.remove_document(doc.kb_id, doc.doc_id)
@@ -259,12 +338,15 @@ class Ingestor:
         with self.appdb.db.transaction() as c:
             c.execute("UPDATE documents SET stored_path=? WHERE kb_id=? AND doc_id=?", (str(dest), kb.kb_id, doc_id))
 
-    def _replace_older_versions(self, kb: KnowledgeBase, source: str, keep_doc_id: str) -> None:
+    def _replace_older_versions(self, kb_id: str, source: str, keep_doc_id: str) -> None:
         """Uploading a new version of 'handbook.pdf' replaces the old one (after the new one
-        is fully indexed, so the KB never lacks the document)."""
-        for old in self.appdb.list_documents(kb.kb_id):
+        is fully indexed, so the KB never lacks the document). Records (JSONL) share a
+        source and are never versions of each other."""
+        if source.lower().endswith(".jsonl"):
+            return
+        for old in self.appdb.list_documents(kb_id):
             if old.source == source and old.doc_id != keep_doc_id:
-                delete_document(self.appdb, self.store, kb.kb_id, old.doc_id)
+                delete_document(self.appdb, self.store, kb_id, old.doc_id)
 
 
 def delete_document(appdb: AppDB, store, kb_id: str, doc_id: str) -> bool:

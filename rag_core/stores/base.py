@@ -18,8 +18,14 @@ from ..models import Chunk, ScoredChunk, SearchFilters
 class ChunkStore(Protocol):
     name: str
 
-    def add_chunks(self, chunks: list[Chunk], vectors: np.ndarray) -> None:
-        """Add one document's chunks with their vectors: all become visible or none."""
+    def add_chunks(self, chunks: list[Chunk], vectors: np.ndarray | None) -> None:
+        """Add one document's chunks: all become visible or none. With `vectors=None` they
+        are keyword-searchable at once and take part in vector search only after
+        `set_vectors` (hybrid then uses their keyword side only)."""
+
+    def set_vectors(self, chunk_ids: list[str], vectors: np.ndarray) -> int:
+        """Vectors for chunks added without; chunks deleted meanwhile are skipped. Returns
+        how many were set."""
 
     def delete_document(self, kb_id: str, doc_id: str) -> int:
         """Remove every chunk of a document from keyword and vector indexes; returns the count."""
@@ -51,7 +57,8 @@ class ChunkStore(Protocol):
     def get_chunks(self, chunk_ids: list[str]) -> list[Chunk]: ...
 
     def vectors_for(self, chunk_ids: list[str]) -> np.ndarray:
-        """Stored vectors in the given order (MMR; migration without re-embedding)."""
+        """Stored vectors in the given order (MMR; migration without re-embedding); a chunk
+        not embedded yet gives a zero row."""
 
     def idf(self, terms: list[str]) -> dict[str, float]:
         """Inverse document frequency of analysed terms (the reranker's coverage feature)."""

@@ -61,6 +61,9 @@ CREATE TABLE IF NOT EXISTS acl_sigs (
 );
 -- Deleted row ids, so other processes can drop them from their in-memory index.
 CREATE TABLE IF NOT EXISTS tombstones (seq INTEGER PRIMARY KEY AUTOINCREMENT, row_id INTEGER NOT NULL);
+-- Rows whose vector arrived after the row (searchable by keyword first): other processes
+-- reload those vectors on their next sync.
+CREATE TABLE IF NOT EXISTS vector_updates (seq INTEGER PRIMARY KEY AUTOINCREMENT, row_id INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT OR IGNORE INTO store_meta VALUES ('generation', '0');
 """
@@ -114,6 +117,18 @@ class EmbeddedStore:
             if tomb:
                 mi.kill([t["row_id"] for t in tomb])
                 mi.last_tomb = tomb[-1]["seq"]
+            upd = self.db.query("SELECT seq, row_id FROM vector_updates WHERE seq > ? ORDER BY seq", (mi.last_vec,))
+            if upd:
+                known = [u["row_id"] for u in upd if u["row_id"] in mi.pos]
+                for start in range(0, len(known), 500):
+                    part = known[start : start + 500]
+                    rows = self.db.query(
+                        f"SELECT id, vector FROM chunks WHERE id IN ({','.join('?' * len(part))}) AND length(vector) > 0",
+                        part,
+                    )
+                    if rows:
+                        mi.set_vectors([r[0] for r in rows], np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows]))
+                mi.last_vec = upd[-1]["seq"]
             cur = self.db.conn.execute(
                 "SELECT id, kb_id, tenant, acl_sig, vector, terms FROM chunks WHERE id > ? ORDER BY id", (mi.max_row,)
             )
@@ -147,17 +162,24 @@ class EmbeddedStore:
                     self._vocab[r[1]] = r[0]
         return self._vocab
 
-    def add_chunks(self, chunks: list[Chunk], vectors: np.ndarray) -> None:
-        if not chunks:
-            return
+    def _check_vectors(self, vectors: np.ndarray, n: int) -> np.ndarray:
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        if vectors.ndim != 2 or vectors.shape[0] != len(chunks):
+        if vectors.ndim != 2 or vectors.shape[0] != n:
             raise ValueError("one vector per chunk")
         if self._mi.dim and vectors.shape[1] != self._mi.dim:
             raise ValueError(
                 f"vector size {vectors.shape[1]} does not match this store's {self._mi.dim}: "
                 "the data folder was indexed with another embedding model"
             )
+        return vectors
+
+    def add_chunks(self, chunks: list[Chunk], vectors: np.ndarray | None) -> None:
+        """All chunks of a document in one transaction. `vectors=None`: keyword-searchable now,
+        vectors later through `set_vectors` (vector search skips them until then)."""
+        if not chunks:
+            return
+        if vectors is not None:
+            vectors = self._check_vectors(vectors, len(chunks))
         counts = []
         for ch in chunks:
             tc: dict[str, int] = {}
@@ -168,7 +190,7 @@ class EmbeddedStore:
             with self.db.transaction() as c:
                 ids = self._term_ids(c, {t for tc in counts for t in tc})
                 sig_cache: dict[tuple, int] = {}
-                for ch, vec, tc in zip(chunks, vectors, counts):
+                for ch, vec, tc in zip(chunks, vectors if vectors is not None else [None] * len(chunks), counts):
                     key = (tuple(ch.acl_users), tuple(ch.acl_groups))
                     if key not in sig_cache:
                         sig_cache[key] = self._acl_sig(c, ch.acl_users, ch.acl_groups)
@@ -179,7 +201,7 @@ class EmbeddedStore:
                         (
                             ch.chunk_id, ch.doc_id, ch.kb_id, ch.ordinal, ch.text, ch.title, ch.section, ch.source,
                             ch.page_start, ch.page_end, ch.char_start, ch.char_end, ch.line_start, ch.line_end,
-                            ch.chunk_type, ch.tenant, sig_cache[key], vec.tobytes(),
+                            ch.chunk_type, ch.tenant, sig_cache[key], vec.tobytes() if vec is not None else b"",
                             encode_terms([ids[t] for t in tc], list(tc.values())),
                         ),
                     )
@@ -192,6 +214,24 @@ class EmbeddedStore:
             self._generation = -1
             raise
         self._sync()
+
+    def set_vectors(self, chunk_ids: list[str], vectors: np.ndarray) -> int:
+        """Give keyword-only chunks their vectors (one transaction); returns how many were set.
+        Chunks deleted meanwhile are skipped."""
+        if not chunk_ids:
+            return 0
+        vectors = self._check_vectors(vectors, len(chunk_ids))
+        with self.db.transaction() as c:
+            done = []
+            for cid, vec in zip(chunk_ids, vectors):
+                row = c.execute("SELECT id FROM chunks WHERE chunk_id=?", (cid,)).fetchone()
+                if row:
+                    c.execute("UPDATE chunks SET vector=? WHERE id=?", (vec.tobytes(), row[0]))
+                    done.append(row[0])
+            c.executemany("INSERT INTO vector_updates(row_id) VALUES (?)", [(r,) for r in done])
+            self._bump(c)
+        self._sync()
+        return len(done)
 
     def _delete_where(self, where: str, params: tuple) -> int:
         with self.db.transaction() as c:
@@ -294,8 +334,9 @@ class EmbeddedStore:
             kw_top = self._top_positions(kw, mask & (kw > 0), n) if alpha < 1 else np.zeros(0, dtype=np.int64)
             t["keyword"] = _lap(clock)
             clock = time.perf_counter()
-            vec = mi.mat[: mi.n] @ q
-            vec_top = self._top_positions(vec, mask, n) if alpha > 0 else np.zeros(0, dtype=np.int64)
+            vec = mi.mat[: mi.n] @ q if mi.dim else np.zeros(mi.n, dtype=np.float32)
+            # a chunk without its vector yet takes part on the keyword side only
+            vec_top = self._top_positions(vec, mask & mi.has_vec[: mi.n], n) if alpha > 0 else np.zeros(0, dtype=np.int64)
             t["vector"] = _lap(clock)
         clock = time.perf_counter()
         fused = fuse_ranked(
@@ -350,11 +391,13 @@ class EmbeddedStore:
         if mi.n == 0 or k <= 0:
             return []
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if not mi.dim:  # nothing embedded yet
+            return []
         if q.shape[0] != mi.dim:
             raise ValueError(f"query vector size {q.shape[0]} does not match the store's {mi.dim}")
         with self._sync_lock:
             scores = mi.mat[: mi.n] @ q
-            mask = self._mask(filters)
+            mask = self._mask(filters) & mi.has_vec[: mi.n]
         return self._top(scores, mask, k, "vector")
 
     def idf(self, terms) -> dict[str, float]:

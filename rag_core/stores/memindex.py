@@ -42,6 +42,7 @@ class MemIndex:
         self.mat = np.zeros((cap, 0), dtype=np.float32)
         self.row_ids = np.zeros(cap, dtype=np.int64)
         self.alive = np.zeros(cap, dtype=bool)
+        self.has_vec = np.zeros(cap, dtype=bool)  # False: keyword-searchable, vector not embedded yet
         self.kb = np.zeros(cap, dtype=np.int32)
         self.tenant = np.zeros(cap, dtype=np.int32)
         self.sig = np.zeros(cap, dtype=np.int32)
@@ -50,6 +51,7 @@ class MemIndex:
         self.codes: dict[str | None, int] = {None: 0}
         self.max_row = 0
         self.last_tomb = 0
+        self.last_vec = 0  # last vector_updates seq applied
         self.dead = 0
         # keyword statistics over alive rows
         self.df = np.zeros(1024, dtype=np.int32)
@@ -78,7 +80,7 @@ class MemIndex:
         if need <= cap:
             return
         new_cap = max(need, cap * 2, 1024)
-        for name in ("row_ids", "alive", "kb", "tenant", "sig", "dl"):
+        for name in ("row_ids", "alive", "has_vec", "kb", "tenant", "sig", "dl"):
             old = getattr(self, name)
             arr = np.zeros(new_cap, dtype=old.dtype)
             arr[: self.n] = old[: self.n]
@@ -98,13 +100,14 @@ class MemIndex:
         """rows: (row_id, kb_id, tenant, acl_sig, vector bytes, terms blob)."""
         if not rows:
             return
-        if self.dim == 0:
-            self.dim = len(rows[0][4]) // 4
-            self.mat = np.zeros((len(self.row_ids), self.dim), dtype=np.float32)
+        self._set_dim(next((len(r[4]) // 4 for r in rows if r[4]), 0))
         self._grow(self.n + len(rows))
         start = self.n
         s = slice(start, start + len(rows))
-        self.mat[s] = np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float32).reshape(len(rows), self.dim)
+        for i, r in enumerate(rows):  # an empty blob: the vector comes later (set_vectors)
+            if r[4]:
+                self.mat[start + i] = np.frombuffer(r[4], dtype=np.float32)
+        self.has_vec[s] = [bool(r[4]) for r in rows]
         self.row_ids[s] = [r[0] for r in rows]
         self.kb[s] = [self.code(r[1]) for r in rows]
         self.tenant[s] = [self.code(r[2]) for r in rows]
@@ -140,9 +143,11 @@ class MemIndex:
         assert self.n == 0
         if not rows:
             return
-        self.dim = len(rows[0][4]) // 4
         n = len(rows)
-        self.mat = np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float32).reshape(n, self.dim).copy()
+        self.dim = next((len(r[4]) // 4 for r in rows if r[4]), 0)
+        self.has_vec = np.fromiter((bool(r[4]) for r in rows), dtype=bool, count=n)
+        zero = bytes(4 * self.dim)
+        self.mat = np.frombuffer(b"".join(r[4] or zero for r in rows), dtype=np.float32).reshape(n, self.dim).copy()
         self.row_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=n)
         self.kb = np.fromiter((self.code(r[1]) for r in rows), dtype=np.int32, count=n)
         self.tenant = np.fromiter((self.code(r[2]) for r in rows), dtype=np.int32, count=n)
@@ -159,6 +164,23 @@ class MemIndex:
         self.n = self.alive_count = n
         self.max_row = int(self.row_ids.max())
         self.rebuild()
+
+    def _set_dim(self, dim: int) -> None:
+        """The vector size is known from the first vector seen (keyword-only rows come first
+        when a document is searchable before it is embedded)."""
+        if dim and not self.dim:
+            self.dim = dim
+            self.mat = np.zeros((len(self.row_ids), dim), dtype=np.float32)
+
+    def set_vectors(self, row_ids: list[int], vectors: np.ndarray) -> None:
+        if not len(row_ids):
+            return
+        self._set_dim(vectors.shape[1])
+        for rid, vec in zip(row_ids, vectors):
+            p = self.pos.get(rid)
+            if p is not None:
+                self.mat[p] = vec
+                self.has_vec[p] = True
 
     def kill(self, row_ids: list[int]) -> None:
         for rid in row_ids:
@@ -180,7 +202,7 @@ class MemIndex:
     def rebuild(self) -> None:
         """Drop tombstones and merge the delta into one term-major segment."""
         keep = np.flatnonzero(self.alive[: self.n])
-        for name in ("row_ids", "alive", "kb", "tenant", "sig", "dl"):
+        for name in ("row_ids", "alive", "has_vec", "kb", "tenant", "sig", "dl"):
             setattr(self, name, getattr(self, name)[keep].copy())
         self.mat = self.mat[keep].copy() if self.dim else self.mat
         self.row_terms = [self.row_terms[i] for i in keep.tolist()]

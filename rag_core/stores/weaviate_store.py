@@ -95,19 +95,22 @@ class WeaviateStore:
                 coll.config.add_property(p)
 
     # ---- writes ----------------------------------------------------------------------
-    def add_chunks(self, chunks: list[Chunk], vectors: np.ndarray) -> None:
+    def add_chunks(self, chunks: list[Chunk], vectors: np.ndarray | None) -> None:
+        """`vectors=None`: objects without a vector, found by BM25 (and the keyword side of
+        hybrid) until `set_vectors` gives them one."""
         if not chunks:
             return
-        vectors = np.asarray(vectors, dtype=np.float32)
-        if vectors.ndim != 2 or vectors.shape[0] != len(chunks):
-            raise ValueError("one vector per chunk")
+        if vectors is not None:
+            vectors = np.asarray(vectors, dtype=np.float32)
+            if vectors.ndim != 2 or vectors.shape[0] != len(chunks):
+                raise ValueError("one vector per chunk")
         # Weaviate upserts by id; a repeated chunk id would silently overwrite, where the
         # embedded store refuses it. Refuse it here too, before anything is written.
         if len({c.chunk_id for c in chunks}) != len(chunks):
             raise ValueError("duplicate chunk ids in one document")
         DataObject = self._wv.classes.data.DataObject
         objs = []
-        for ch, vec in zip(chunks, vectors):
+        for ch, vec in zip(chunks, vectors if vectors is not None else [None] * len(chunks)):
             props = {
                 "content": " ".join(analyze(f"{ch.source}\n{ch.index_text()}")), "text": ch.text, "title": ch.title,
                 "section": ch.section, "source": ch.source, "chunk_type": ch.chunk_type, "chunk_id": ch.chunk_id,
@@ -115,7 +118,8 @@ class WeaviateStore:
                 "acl_users": list(ch.acl_users), "acl_groups": list(ch.acl_groups),
                 "acl_public": not ch.acl_users and not ch.acl_groups, **{n: int(getattr(ch, n)) for n in _INTS},
             }
-            objs.append(DataObject(properties=props, vector=vec.tolist(), uuid=self._uuid5(ch.chunk_id)))
+            objs.append(DataObject(properties=props, vector=vec.tolist() if vec is not None else None,
+                                   uuid=self._uuid5(ch.chunk_id)))
         try:
             res = self.coll.data.insert_many(objs)
             errors = res.errors
@@ -126,6 +130,25 @@ class WeaviateStore:
                 self.coll.data.delete_many(where=self._Filter.by_property("doc_key").equal(key))
             first = next(iter(errors.values()))
             raise GroundworkError(f"Weaviate refused {len(errors)} of {len(objs)} chunks: {getattr(first, 'message', first)}")
+
+    def set_vectors(self, chunk_ids: list[str], vectors: np.ndarray) -> int:
+        """Vectors for objects written without one. Weaviate has no partial batch update of
+        vectors alone, so each object is replaced with its own properties plus the vector
+        (the same uuid: an upsert). Objects deleted meanwhile are skipped, not re-created."""
+        if not chunk_ids:
+            return 0
+        vectors = np.asarray(vectors, dtype=np.float32)
+        by_id = {o.properties["chunk_id"]: o for o in self._fetch(
+            self._Filter.by_property("chunk_id").contains_any(list(chunk_ids)), limit=len(chunk_ids))}
+        DataObject = self._wv.classes.data.DataObject
+        objs = [DataObject(properties=dict(by_id[cid].properties), vector=vec.tolist(), uuid=self._uuid5(cid))
+                for cid, vec in zip(chunk_ids, vectors) if cid in by_id]
+        if objs:
+            res = self.coll.data.insert_many(objs)
+            if res.errors:
+                first = next(iter(res.errors.values()))
+                raise GroundworkError(f"Weaviate refused {len(res.errors)} vectors: {getattr(first, 'message', first)}")
+        return len(objs)
 
     def delete_document(self, kb_id: str, doc_id: str) -> int:
         res = self.coll.data.delete_many(where=self._Filter.by_property("doc_key").equal(f"{kb_id}/{doc_id}"))
@@ -231,10 +254,10 @@ class WeaviateStore:
     def vectors_for(self, chunk_ids: list[str]) -> np.ndarray:
         objs = self._fetch(self._Filter.by_property("chunk_id").contains_any(chunk_ids), include_vector=True) if chunk_ids else []
         vecs = {o.properties["chunk_id"]: (o.vector.get("default") if isinstance(o.vector, dict) else o.vector) for o in objs}
-        dim = len(next(iter(vecs.values()))) if vecs else 0
+        dim = next((len(v) for v in vecs.values() if v), 0)
         out = np.zeros((len(chunk_ids), dim), dtype=np.float32)
         for i, c in enumerate(chunk_ids):
-            if c in vecs:
+            if vecs.get(c):  # an object not embedded yet keeps a zero row
                 out[i] = vecs[c]
         return out
 

@@ -1,5 +1,6 @@
 """Kill -9 in the middle of a large ingest: the store reopens consistent (no half document,
-no orphan vectors), and running the ingest again completes it."""
+no orphan vectors; every document either fully keyword-searchable with its vectors pending,
+or fully indexed), and running the ingest again completes it."""
 
 from __future__ import annotations
 
@@ -63,8 +64,13 @@ def test_sigkill_mid_ingest_then_resume(tmp_path):
     proc.wait()
 
     ws = Workspace(get_settings(data))
-    done = len(ws.appdb.list_documents(ws.get_kb("big").kb_id))
-    assert 20 <= done < N
+    kb_id = ws.get_kb("big").kb_id
+    indexed = len(ws.appdb.list_documents(kb_id, status="indexed"))
+    waiting = len(ws.appdb.list_documents(kb_id, status="searchable"))
+    assert 20 <= indexed < N
+    # the keyword phase had finished (the file was parsed): the rest are searchable, vectors pending
+    assert indexed + waiting == N
+    assert ws.search(["big"], "item 299", k=1, mode="keyword").results[0].chunk.doc_id == "r299"
     half, orphans = consistency(ws)
     assert half == 0 and orphans == 0
     assert ws.store.health()["ok"]
@@ -78,8 +84,10 @@ def test_sigkill_mid_ingest_then_resume(tmp_path):
     assert p.returncode == 0, p.stderr
     ws = Workspace(get_settings(data))
     kb = ws.get_kb("big")
-    assert len(ws.appdb.list_documents(kb.kb_id)) == N
+    assert len(ws.appdb.list_documents(kb.kb_id, status="indexed")) == N  # the vectors were resumed
     assert consistency(ws) == (0, 0)
+    ids = [c.chunk_id for d in ws.appdb.list_documents(kb.kb_id) for c in ws.store.document_chunks(kb.kb_id, d.doc_id)]
+    assert (abs(ws.store.vectors_for(ids)).sum(axis=1) > 0).all()
     assert ws.store.count(kb.kb_id) == N and ws.store.health()["ok"]
     hit = ws.search(["big"], "item 299", k=1, mode="keyword").results[0]
     assert hit.chunk.doc_id == "r299"

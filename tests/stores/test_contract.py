@@ -212,3 +212,39 @@ def test_hybrid_alpha_extremes_and_scores(store_factory):
         assert all(mixed[i].score >= mixed[i + 1].score for i in range(len(mixed) - 1))
     # filters apply inside hybrid search too
     assert s.hybrid_search(q, v, 3, SearchFilters(kb_ids=["other"]), alpha=0.5) == []
+
+
+def test_keyword_first_then_vectors(store_factory):
+    """A document written without vectors is found by its words at once (keyword search and
+    the keyword side of hybrid), never by vector search; once its vectors are set it is."""
+    s = store_factory()
+    s.add_chunks(make_chunks("old", "kb", ["the heron fishes in the marsh"]), np.stack([unit(5)]))
+    s.add_chunks(make_chunks("new", "kb", ["the okapi hides in the rainforest", "okapi calves"]), None)
+    assert s.keyword_search("okapi", 5, ALL)[0].chunk.doc_id == "new"
+    assert {r.chunk.doc_id for r in s.vector_search(unit(6), 5, ALL)} == {"old"}
+    hybrid = s.hybrid_search("okapi rainforest", unit(6), 5, ALL, alpha=0.3)
+    assert hybrid and hybrid[0].chunk.chunk_id == "kb/new#0"  # on its keyword side alone
+    assert hybrid[0].scores["keyword"] > 0 and hybrid[0].scores["vector"] == 0
+    # vector-only ranking cannot see it yet
+    assert "new" not in {r.chunk.doc_id for r in s.hybrid_search("okapi", unit(6), 5, ALL, alpha=1.0)}
+    assert (s.vectors_for(["kb/new#0"]) == 0).all()
+
+    assert s.set_vectors(["kb/new#0", "kb/new#1", "kb/gone#0"], np.stack([unit(6), unit(7), unit(0)])) == 2
+    top = s.vector_search(unit(6), 1, ALL)[0]
+    assert top.chunk.chunk_id == "kb/new#0" and top.score == pytest.approx(1.0, abs=1e-5)
+    assert s.hybrid_search("okapi", unit(7), 5, ALL, alpha=1.0)[0].chunk.chunk_id == "kb/new#1"
+    assert s.get_chunks(["kb/new#0"])[0].text == "the okapi hides in the rainforest"  # properties kept
+    s.close()
+    s2 = store_factory()  # the vectors persisted
+    assert s2.vector_search(unit(7), 1, ALL)[0].chunk.chunk_id == "kb/new#1"
+
+
+def test_vectors_set_by_another_process_are_seen(store_factory, tmp_path, request):
+    """Two store objects on the same data (the app and a CLI ingest): vectors one sets are
+    used by the other's next search."""
+    a = store_factory()
+    b = store_factory()
+    a.add_chunks(make_chunks("d", "kb", ["tapir snout"]), None)
+    assert b.vector_search(unit(2), 5, ALL) == []
+    a.set_vectors(["kb/d#0"], np.stack([unit(2)]))
+    assert b.vector_search(unit(2), 5, ALL)[0].chunk.chunk_id == "kb/d#0"
