@@ -46,6 +46,9 @@ scope = scope_col.multiselect(
 )
 st.caption("Answering from: " + ", ".join(f"**{escape_md(n)}**" for n in kbs)
            + (f" · only {len(scope)} chosen document(s)" if scope else ""))
+if (share := ws.indexing_progress(kbs)) is not None:
+    st.caption(f":material/hourglass_top: indexing {share:.0%} — new documents are searchable by their words "
+               "already; answers may improve as their vectors are computed.")
 
 
 def badge(answer: Answer) -> str:

@@ -30,6 +30,7 @@ def workspace() -> Workspace:
         pass  # e.g. an embedding-model mismatch: reported where it matters, on the first question
     gc.collect()
     gc.freeze()
+    ws.job_runner.start()  # resumes jobs a previous run left queued or half-done
     return ws
 
 

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import pandas as pd
 import streamlit as st
 
-from pages.common import friendly_errors, kb_names, workspace
+from pages.common import friendly_errors, identity, kb_names, workspace
 from rag_core.ingest.loaders import SUPPORTED_EXTENSIONS
 from rag_core.render import escape_md
 
@@ -45,36 +42,52 @@ files = st.file_uploader(
     key=f"uploader_{st.session_state.get('upload_round', 0)}",
 )
 if files and st.button(f"Add {len(files)} file(s) to {kb.name}", type="primary"):
-    with friendly_errors("Uploading"), tempfile.TemporaryDirectory() as tmp:
-        paths, names_by_path = [], {}
-        for i, f in enumerate(files):
-            # Saved under a neutral name: the user's file name is data, not a path.
-            p = Path(tmp) / f"upload-{i}{Path(f.name).suffix.lower()}"
-            p.write_bytes(f.getbuffer())
-            paths.append(p)
-            names_by_path[p] = f.name
-        bar = st.progress(0.0, text="Starting…")
-
-        def progress(done: int, total: int, name: str) -> None:
-            bar.progress(done / total, text=f"{done}/{total} · {name}")
-
-        stats = ws.ingestor.ingest(kb, paths, display_names=names_by_path, progress=progress)
-        bar.progress(1.0, text="Done")
-        st.session_state.last_report = [
-            {"file": r.file, "result": r.status, "pages": r.pages, "chunks": r.chunks, "reason": r.reason}
-            for r in stats.reports
-        ]
+    with friendly_errors("Uploading"):
+        user, _ = identity()
+        job_id = ws.submit_upload(kb.name, [(f.name, f.getvalue()) for f in files], user)
         st.session_state.upload_round = st.session_state.get("upload_round", 0) + 1
+        st.session_state.flash = (f"Queued {len(files)} file(s) for {kb.name}. They are read in the background: "
+                                  "keep working, the progress is below.")
         st.rerun()
 
-report = st.session_state.get("last_report")
-if report:
-    ok = sum(r["result"] == "ingested" for r in report)
-    bad = sum(r["result"] == "failed" for r in report)
-    (st.success if not bad else st.warning)(
-        f"{ok} ingested, {sum(r['result'] == 'duplicate' for r in report)} duplicate, {bad} failed."
-    )
-    st.dataframe(pd.DataFrame(report), hide_index=True, use_container_width=True)
+
+def report_frame(job) -> pd.DataFrame:
+    return pd.DataFrame([{"file": r["file"], "result": r["status"], "pages": r["pages"], "chunks": r["chunks"],
+                          "reason": r["reason"]} for r in job.reports])
+
+
+def jobs_panel() -> None:
+    jobs = ws.jobs.list(kb.kb_id, limit=5)
+    if not jobs:
+        return
+    st.subheader("Uploads")
+    for job in jobs:
+        with st.container(border=True):
+            p = job.progress
+            if job.status == "running" and p.get("phase") == "embedding" and p.get("chunks_total"):
+                st.progress(p["chunks_done"] / p["chunks_total"], text=job.summary())
+            elif job.active:
+                st.progress(p.get("files_done", 0) / max(len(job.files), 1), text=job.summary())
+            else:
+                bad = any(r["status"] == "failed" for r in job.reports) or job.status != "done"
+                (st.warning if bad else st.success)(job.summary())
+            if job.active:
+                if st.button("Cancel", key=f"cancel_{job.job_id}", icon=":material/cancel:"):
+                    ws.jobs.cancel(job.job_id)
+                    st.toast("Cancelling… documents already fully indexed stay.")
+            if job.reports:
+                with st.expander(f"Per-file report ({len(job.reports)} of {len(job.files)} files)",
+                                 expanded=not job.active and job.job_id == jobs[0].job_id):
+                    st.dataframe(report_frame(job), hide_index=True, width="stretch")
+    if any(j.active for j in jobs) and not st.session_state.get("_jobs_were_active"):
+        st.session_state._jobs_were_active = True
+    elif not any(j.active for j in jobs) and st.session_state.pop("_jobs_were_active", False):
+        st.rerun()  # a job just ended: refresh the document list below
+
+
+# Live progress without blocking the page: only this part reruns, every second, while a job runs.
+active = any(j.active for j in ws.jobs.list(kb.kb_id, limit=5))
+st.fragment(run_every=1.0 if active else None)(jobs_panel)()
 
 st.subheader(f"Documents in {kb.name}")
 docs = ws.appdb.list_documents(kb.kb_id)
@@ -83,7 +96,8 @@ if not docs:
 for d in docs:
     c1, c2, c3 = st.columns([6, 2, 1])
     c1.markdown(f"**{escape_md(d.source)}**  \n{escape_md(d.title)}" if d.title and d.title != d.source else f"**{escape_md(d.source)}**")
-    c2.caption(f"{d.pages} page(s) · {d.chunks} chunk(s)")
+    c2.caption(f"{d.pages} page(s) · {d.chunks} chunk(s)"
+               + (" · searchable, vectors being computed" if d.status == "searchable" else ""))
     if c3.button("Delete", key=f"del_{d.doc_id}"):
         with friendly_errors("Deleting"):
             ws.delete_document(kb.kb_id, d.doc_id)

@@ -73,6 +73,33 @@ class Workspace:
                 Path(doc.stored_path).unlink(missing_ok=True)
         self.appdb.delete_kb_row(kb.kb_id)
 
+    # ---- background ingestion ----------------------------------------------------------
+    @cached_property
+    def jobs(self):
+        from .ingest.jobs import JobQueue
+
+        return JobQueue(self.db, self.settings.data_dir / "uploads")
+
+    @cached_property
+    def job_runner(self):
+        from .ingest.jobs import JobRunner
+
+        return JobRunner(self.jobs, lambda: self.ingestor, self.appdb, self.store, self.get_kb)
+
+    def submit_upload(self, kb_name: str, files: list[tuple[str, bytes]], user: str | None = None) -> str:
+        """Queue uploaded files for the background worker; returns the job id at once."""
+        kb = self.get_kb(kb_name)
+        job_id = self.jobs.submit(kb.kb_id, files, user)
+        self.job_runner.start()
+        self.job_runner.wake()
+        return job_id
+
+    def indexing_progress(self, kb_names: list[str]) -> float | None:
+        """Share of the selected knowledge bases' chunks that have their vectors, while some
+        do not (None when everything is indexed): answers may still improve."""
+        waiting, total = self.appdb.vector_progress([self.get_kb(n).kb_id for n in kb_names])
+        return None if waiting == 0 or total == 0 else 1 - waiting / total
+
     # ---- documents -------------------------------------------------------------------
     def ingest(self, kb_name: str, paths: list[Path], **kw) -> IngestStats:
         kb = self.get_kb(kb_name)
@@ -258,6 +285,8 @@ class Workspace:
         return {"knowledge_bases": len(kbs), "documents": docs, "chunks": chunks}
 
     def close(self) -> None:
+        if "job_runner" in self.__dict__:
+            self.job_runner.stop()
         self.store.close()
         self.db.close()
 

@@ -1,0 +1,116 @@
+"""Background ingestion jobs: queued in the app database, run by the worker, searchable by
+keyword before their vectors exist, cancellable without leaving half-done documents, and
+resumed after the worker process is killed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rag_core.config import get_settings
+from rag_core.workspace import Workspace
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def records(n: int, start: int = 0) -> bytes:
+    return "\n".join(json.dumps({"_id": f"r{i}", "title": f"Record {i}",
+                                 "text": f"Record {i} is about topic {i % 23} and the widget number {i}."})
+                     for i in range(start, start + n)).encode()
+
+
+def wait(cond, timeout=120.0, every=0.05):
+    end = time.time() + timeout
+    while time.time() < end:
+        if cond():
+            return True
+        time.sleep(every)
+    return False
+
+
+def test_upload_job_runs_in_the_background(tmp_path):
+    ws = Workspace(get_settings(tmp_path / "data"))
+    ws.create_kb("Notes")
+    job_id = ws.submit_upload("Notes", [("bees.md", b"# Bees\n\nA hive holds about 50,000 bees in summer.\n"),
+                                        ("empty.txt", b""), ("bees-copy.md", b"# Bees\n\nA hive holds about 50,000 bees in summer.\n")])
+    assert wait(lambda: not ws.jobs.get(job_id).active)
+    job = ws.jobs.get(job_id)
+    assert job.status == "done", job.error
+    assert [(r["file"], r["status"]) for r in job.reports] == [
+        ("bees.md", "ingested"), ("empty.txt", "failed"), ("bees-copy.md", "duplicate")]
+    assert "empty" in job.reports[1]["reason"]
+    assert job.summary().startswith("Done: 1 ingested, 1 duplicate, 1 failed")
+    assert not (tmp_path / "data" / "uploads" / job_id).exists()  # the job's copies are cleaned up
+    docs = ws.appdb.list_documents(ws.get_kb("Notes").kb_id, status="indexed")
+    assert [d.source for d in docs] == ["bees.md"]
+    assert "50,000" in ws.ask(["Notes"], "How many bees are in a hive?").text
+    ws.close()
+
+
+def test_cancel_keeps_indexed_documents_and_removes_the_rest(tmp_path):
+    ws = Workspace(get_settings(tmp_path / "data"))
+    ws.create_kb("Big")
+    kb_id = ws.get_kb("Big").kb_id
+    job_id = ws.submit_upload("Big", [("big.jsonl", records(3000))])
+    # searchable by keyword while the vectors are still being computed
+    assert wait(lambda: ws.jobs.get(job_id).progress.get("chunks_done", 0) > 0)
+    assert ws.search(["Big"], "widget number 2999", k=1, mode="keyword").results[0].chunk.doc_id == "r2999"
+    share = ws.indexing_progress(["Big"])
+    assert share is not None and 0 < share < 1
+    ws.jobs.cancel(job_id)
+    assert wait(lambda: not ws.jobs.get(job_id).active)
+    job = ws.jobs.get(job_id)
+    assert job.status == "cancelled" and "removed" in job.error
+    left = ws.appdb.list_documents(kb_id, status=None)
+    assert left and all(d.status == "indexed" for d in left) and len(left) < 3000
+    # nothing half-done: every remaining document has all its chunks, each with its vector
+    ids = [c.chunk_id for d in left for c in ws.store.document_chunks(kb_id, d.doc_id)]
+    assert len(ids) == sum(d.chunks for d in left)
+    assert (abs(ws.store.vectors_for(ids)).sum(axis=1) > 0).all()
+    assert ws.store.count(kb_id) == len(ids)
+    assert ws.indexing_progress(["Big"]) is None
+    ws.close()
+
+
+WORKER = """
+import sys
+from rag_core.config import get_settings
+from rag_core.workspace import Workspace
+ws = Workspace(get_settings(sys.argv[1]))
+job = ws.jobs.claim_next()
+ws.job_runner.run(job)
+"""
+
+
+def test_a_killed_worker_is_resumed_without_loss_or_duplicates(tmp_path):
+    data = tmp_path / "data"
+    ws = Workspace(get_settings(data))
+    ws.create_kb("Big")
+    kb_id = ws.get_kb("Big").kb_id
+    job_id = ws.jobs.submit(kb_id, [("a.jsonl", records(400)), ("b.jsonl", records(400, start=400)),
+                                    ("notes.md", b"# Tapirs\n\nThe tapir uses its snout to grab leaves.\n")])
+    proc = subprocess.Popen([sys.executable, "-c", WORKER, str(data)], cwd=REPO,
+                            env={**os.environ, "PYTHONPATH": str(REPO)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # kill it once it has reported a file and is computing vectors or reading the next
+    assert wait(lambda: len(ws.jobs.get(job_id).reports) >= 1 or proc.poll() is not None)
+    assert proc.poll() is None, "the worker finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert ws.jobs.get(job_id).status == "running"  # as the dead worker left it
+
+    ws.job_runner.start()  # what the app does on start: orphans are queued again and resumed
+    assert wait(lambda: ws.jobs.get(job_id).status not in ("queued", "running"), timeout=300)
+    job = ws.jobs.get(job_id)
+    assert job.status == "done", job.error
+    assert sorted(r["file"] for r in job.reports) == ["a.jsonl", "b.jsonl", "notes.md"]  # each reported once
+    docs = ws.appdb.list_documents(kb_id, status=None)
+    assert len(docs) == 801 and all(d.status == "indexed" for d in docs)
+    assert ws.store.count(kb_id) == sum(d.chunks for d in docs)  # no duplicate chunks
+    assert ws.search(["Big"], "tapir snout", k=1).results[0].chunk.source == "notes.md"
+    ws.close()
