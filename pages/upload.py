@@ -35,7 +35,7 @@ kb = ws.get_kb(kb_name)
 
 limit = ws.settings.max_file_mb
 files = st.file_uploader(
-    f"Drop files here — PDF, DOCX, TXT, MD, HTML, CSV, JSONL · up to {limit} MB each, "
+    f"Drop files here — PDF (scans too), DOCX, PPTX, XLSX, EPUB, TXT, MD, HTML, CSV, JSONL · up to {limit} MB each, "
     f"{ws.settings.max_files_per_batch} per batch",
     type=sorted(e.lstrip(".") for e in SUPPORTED_EXTENSIONS),
     accept_multiple_files=True,

@@ -55,7 +55,7 @@ def test_title_from_filename(name, title):
 
 def test_supported_extensions():
     assert SUPPORTED_EXTENSIONS == frozenset(
-        {".pdf", ".txt", ".md", ".markdown", ".html", ".htm", ".docx", ".csv", ".jsonl"}
+        {".pdf", ".txt", ".md", ".markdown", ".html", ".htm", ".docx", ".csv", ".jsonl", ".pptx", ".xlsx", ".epub"}
     )
 
 

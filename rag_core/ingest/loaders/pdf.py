@@ -1,0 +1,168 @@
+"""PDF: pypdf's text per page; pages without a text layer read by OCR (ocr.py)."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from rag_core.errors import LoadError, MissingDependency
+from rag_core.models import LoadedDocument
+
+from .common import LoadOptions, _meaningful_title, title_from_filename
+
+log = logging.getLogger(__name__)
+EXTENSIONS = {".pdf": "application/pdf"}
+PDF_NEEDS_PASSWORD = "encrypted PDF: a password is required"
+PDF_WRONG_PASSWORD = "encrypted PDF: the password is wrong"
+PDF_INVALID = "not a valid PDF (file is damaged or not a PDF)"
+PDF_ONLY_IMAGES = "no text found (the PDF has only images; OCR is switched off: RAG_OCR)"
+PDF_ONLY_IMAGES_OCR = "no text found (the PDF has only images, and OCR found no text in them)"
+PDF_NO_TEXT_LAYER = "no text found (the PDF has no text layer; OCR is switched off: RAG_OCR)"
+PDF_NO_TEXT_OCR = "no text found (the PDF has no text layer, and OCR found no text on its pages)"
+
+
+def load(path: Path, source: str, opts: LoadOptions) -> list[LoadedDocument]:
+    return [_load_pdf(path, source, max_pages=opts.max_pages, password=opts.password, ocr=opts.ocr,
+                      on_progress=opts.on_progress)]
+
+
+# Average visible characters per page below which a PDF with images is treated as a scan:
+# scans often carry a stray text object ("Background", a page number) and nothing else.
+_MIN_CHARS_PER_PAGE = 10
+# Ligatures would hide "filled" from a keyword search for it; soft hyphens and NULs are noise.
+_LIGATURES = str.maketrans(
+    {"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st", "\u00ad": None, "\x00": None}
+)
+_INLINE_SPACE = re.compile(r"[ \t\f\v\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
+_LINE_END_HYPHEN = re.compile(r"(?<=[^\W\d_])-\n(?=([^\W\d_]))")
+_MANY_BLANK_LINES = re.compile(r"\n{3,}")
+
+
+def _load_pdf(path: Path, source: str, *, max_pages: int, password: str | None, ocr: bool = False,
+              on_progress: Callable[[], None] | None = None) -> LoadedDocument:
+    from pypdf import PdfReader
+    from pypdf.errors import DependencyError, FileNotDecryptedError
+
+    try:
+        reader = PdfReader(path)
+        if reader.is_encrypted:
+            # Many "encrypted" PDFs only restrict permissions and open with an empty password.
+            if not reader.decrypt(password or ""):
+                raise LoadError(PDF_WRONG_PASSWORD if password else PDF_NEEDS_PASSWORD)
+        page_count = len(reader.pages)
+    except LoadError:
+        raise
+    except FileNotDecryptedError:
+        raise LoadError(PDF_NEEDS_PASSWORD) from None
+    except DependencyError:
+        raise LoadError("encrypted PDF: decrypting it needs the 'cryptography' package") from None
+    except Exception as exc:
+        raise LoadError(PDF_INVALID) from exc
+
+    if page_count == 0:
+        raise LoadError("the PDF has no pages")
+    if page_count > max_pages:
+        raise LoadError(f"too many pages: {page_count} (the limit is {max_pages})")
+
+    pages: list[str] = []
+    failed: list[int] = []
+    for number, page in enumerate(reader.pages, start=1):
+        try:
+            # "plain" follows the content stream, which is reading order for typeset
+            # documents; "layout" interleaves the columns of multi-column pages line by line
+            # (measured on the py-pdf multicolumn sample), which scrambles every sentence.
+            raw = page.extract_text(extraction_mode="plain")
+        except Exception:
+            # One damaged page should not sink a long document; it is reported instead.
+            log.info("%s: text extraction failed on page %d", source, number, exc_info=True)
+            raw = ""
+            failed.append(number)
+        pages.append(clean_pdf_text(raw))
+
+    if len(failed) == page_count:
+        raise LoadError("could not extract text from any page (the PDF is damaged)")
+    ocr_pages: list[int] = []
+    blank = [i for i, p in enumerate(pages) if len("".join(p.split())) < _MIN_CHARS_PER_PAGE]
+    if ocr and blank:  # scans, and text drawn as outlines: OCR reads both
+        ocr_pages = _ocr_pages(path, password, blank, pages, on_progress)
+    visible = sum(len("".join(p.split())) for p in pages)
+    if visible < _MIN_CHARS_PER_PAGE * page_count:
+        has_images = _pdf_has_images(reader)
+        if visible == 0 or has_images:
+            if ocr:
+                raise LoadError(PDF_ONLY_IMAGES_OCR if has_images else PDF_NO_TEXT_OCR)
+            raise LoadError(PDF_ONLY_IMAGES if has_images else PDF_NO_TEXT_LAYER)
+
+    try:
+        raw_title = (reader.metadata or {}).get("/Title")
+    except Exception:  # broken /Info dictionaries are common and harmless
+        raw_title = None
+    title = _meaningful_title(raw_title, source) or title_from_filename(source)
+    metadata: dict = {"failed_pages": failed} if failed else {}
+    if ocr_pages:
+        metadata["ocr_pages"] = ocr_pages
+    return LoadedDocument(source=source, title=title, mime=EXTENSIONS[".pdf"], pages=pages, metadata=metadata)
+
+
+def _ocr_pages(path: Path, password: str | None, blank: list[int], pages: list[str],
+               on_progress: Callable[[], None] | None) -> list[int]:
+    """OCR the pages (0-based) that have no text layer, in place; the 1-based numbers of the
+    pages that got text from it. Without the OCR engine the pages stay empty (and the file
+    is refused as image-only, as before)."""
+    from ..ocr import lines_text, ocr_pdf_page
+
+    try:
+        import pypdfium2 as pdfium
+
+        pdf = pdfium.PdfDocument(str(path), password=password)
+    except Exception:  # noqa: BLE001 - pypdf read it; if PDFium cannot, there is nothing to OCR
+        log.info("%s: PDFium could not open it for OCR", path.name, exc_info=True)
+        return []
+    done = []
+    try:
+        for i in blank:
+            try:
+                page = pdf[i]
+                text = clean_pdf_text(lines_text(ocr_pdf_page(page)))
+                page.close()
+            except MissingDependency:
+                log.warning("OCR is not available; image-only pages are skipped", exc_info=True)
+                return done
+            if len("".join(text.split())) >= _MIN_CHARS_PER_PAGE:
+                pages[i] = text
+                done.append(i + 1)
+            if on_progress:
+                on_progress()
+    finally:
+        pdf.close()
+    return done
+
+
+def clean_pdf_text(text: str) -> str:
+    """Tidy pypdf output: ligatures and NULs out, spaces collapsed, end-of-line hyphens joined.
+
+    A hyphen at a line end is removed only when the next line starts lowercase
+    ("exam-\\nple" -> "example"), so "Baden-\\nWürttemberg" and "2013-\\n2014" survive.
+    """
+    text = text.translate(_LIGATURES).replace("\r\n", "\n").replace("\r", "\n")
+    lines = [_INLINE_SPACE.sub(" ", line).strip() for line in text.split("\n")]
+    text = "\n".join(lines)
+    text = _LINE_END_HYPHEN.sub(lambda m: "" if m.group(1).islower() else "-\n", text)
+    return _MANY_BLANK_LINES.sub("\n\n", text).strip()
+
+
+def _pdf_has_images(reader) -> bool:
+    for page in reader.pages:
+        try:
+            resources = page.get("/Resources")
+            xobjects = resources.get_object().get("/XObject") if resources else None
+            if not xobjects:
+                continue
+            xobjects = xobjects.get_object()
+            if any(xobjects[name].get_object().get("/Subtype") == "/Image" for name in xobjects):
+                return True
+        except Exception:
+            continue
+    return False
