@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 
@@ -352,16 +351,14 @@ def test_positions_on_mixed_document():
 # ----------------------------------------------------------------------------- speed
 
 
-def test_chunking_is_linear_and_fast():
+def test_a_large_document_is_chunked_completely():
     section = "\n\n".join(["## Heading", sentences(12), "- item one\n- item two", sentences(30), "| a | b |\n| 1 | 2 |"])
-    text = "\n\n".join([section] * 1000)  # ~3.7 MB
+    text = "\n\n".join([section] * 1000)  # ~3.7 MB; its speed: benchmarks/loader_speed.py
     doc = doc_of(*[text[i : i + 40_000] for i in range(0, len(text), 40_000)])
-    started = time.perf_counter()
     chunks = chunk(doc)
-    elapsed = time.perf_counter() - started
     assert len(chunks) > 3000
-    # ~10k chunks/s measured; anything quadratic would take minutes here.
-    assert elapsed < 5.0, elapsed
+    assert [c.ordinal for c in chunks] == list(range(len(chunks)))
+    assert chunks[-1].page_end == doc.page_count
 
 
 def test_overlap_copies_prose_only():

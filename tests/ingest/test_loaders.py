@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import json
 import random
-import time
 import zipfile
 from pathlib import Path
 
@@ -326,14 +325,11 @@ def test_jsonl_schema_errors(tmp_path, line, reason):
 
 
 @pytest.mark.skipif(not SCIFACT.is_file(), reason=f"SciFact corpus not found at {SCIFACT}")
-def test_jsonl_scifact_corpus_is_fast():
-    started = time.perf_counter()
-    docs = load_file(SCIFACT)
-    elapsed = time.perf_counter() - started
+def test_jsonl_scifact_corpus():
+    docs = load_file(SCIFACT)  # its speed: benchmarks/loader_speed.py
     assert len(docs) == 5183
     assert len({d.doc_id for d in docs}) == 5183
     assert docs[0].doc_id == "4983" and docs[0].title.startswith("Microstructural development")
-    assert elapsed < 3.0
 
 
 # ----------------------------------------------------------------------------- PDF (generated)

@@ -40,9 +40,10 @@ def bomb_pdf() -> bytes:
     return out.getvalue()
 
 
-@pytest.fixture(scope="module")
-def batch(tmp_path_factory):
-    d = tmp_path_factory.mktemp("bad")
+def make_bad_files(d: Path) -> list[Path]:
+    """The batch: one good file among broken, hostile and unsupported ones (also timed by
+    benchmarks/loader_speed.py)."""
+    d.mkdir(parents=True, exist_ok=True)
     files = {
         "good.md": "# Good\n\nThe reliable document mentions the word heliotrope.\n".encode(),
         "zero.pdf": b"",
@@ -67,6 +68,13 @@ def batch(tmp_path_factory):
     if SAMPLES.exists():
         paths += [SAMPLES / "007-imagemagick-images" / "imagemagick-images.pdf",
                   SAMPLES / "005-libreoffice-writer-password" / "libreoffice-writer-password.pdf"]
+    return paths
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    d = tmp_path_factory.mktemp("bad")
+    paths = make_bad_files(d)
     ws = Workspace(get_settings(d / "data", ingest_timeout_s=60, ingest_memory_mb=1024))
     ws.create_kb("bad")
     t = time.perf_counter()
@@ -84,13 +92,17 @@ def test_every_file_has_an_outcome_and_a_reason(batch):
         assert r.status == "failed" and r.reason and "Traceback" not in r.reason, name
     assert "limit" in reports["huge.pdf"].reason
     assert reports["ragged.csv"].status == "ingested"
-    # the bomb and the deep nesting may be read or refused, but never crash the batch
-    for name in ("bomb.pdf", "nested.html"):
-        assert reports[name].status in ("ingested", "failed") and (reports[name].status == "ingested" or reports[name].reason)
+    # the decompression bomb: pypdf stops inflating at its output limit, the page has no
+    # text, the file is refused with that reason and nothing of it is indexed
+    assert reports["bomb.pdf"].status == "failed" and reports["bomb.pdf"].reason.startswith("no text found")
+    assert reports["bomb.pdf"].doc_ids == []
+    # 30,000 nested <div>s: read (the converter walks iteratively), its text indexed
+    assert reports["nested.html"].status == "ingested" and reports["nested.html"].chunks == 1
+    assert ws.search(["bad"], "deep text", k=1, mode="keyword").results[0].chunk.source == "nested.html"
     if "imagemagick-images.pdf" in reports:
         assert "no text" in reports["imagemagick-images.pdf"].reason
         assert "password" in reports["libreoffice-writer-password.pdf"].reason
-    assert seconds < 240
+    # (the batch's time is measured by benchmarks/loader_speed.py, not asserted here)
 
 
 def test_the_good_file_is_searchable_and_nothing_half_indexed(batch):
@@ -103,15 +115,27 @@ def test_the_good_file_is_searchable_and_nothing_half_indexed(batch):
 
 
 def test_a_hanging_reader_is_stopped(tmp_path):
-    """The worker is killed at the time limit and the next file still goes in."""
-    from rag_core.ingest.isolation import IsolatedLoader
-    from rag_core.errors import LoadError
+    """A reader stuck on a file is killed at the time limit and the next file still goes in.
+    The stuck reader is real: CPython's csv.Sniffer backtracks quadratically on this one
+    64 KB line (~5 s of CPU here), far past the 1 s limit set for the test."""
+    import os
 
-    slow = IsolatedLoader(timeout_s=0.01, memory_mb=1024)
-    f = tmp_path / "a.txt"
-    f.write_text("hello there, a perfectly fine file")
-    with pytest.raises(LoadError, match="longer than"):
-        slow.load(f, "a.txt", 10)  # the worker cannot even start in 10 ms
-    slow.timeout_s = 60
-    assert slow.load(f, "a.txt", 10)[0].pages == ["hello there, a perfectly fine file"]
-    slow.close()
+    from rag_core.errors import LoadError
+    from rag_core.ingest.isolation import IsolatedLoader
+
+    loader = IsolatedLoader(timeout_s=120, memory_mb=1024)
+    ok = tmp_path / "a.txt"
+    ok.write_text("hello there, a perfectly fine file")
+    assert loader.load(ok, "a.txt", 10)[0].pages == ["hello there, a perfectly fine file"]  # the worker is up
+    first = loader._proc.pid
+    slow = tmp_path / "slow.csv"
+    slow.write_text('"' + 'a,"' * 21845)
+    loader.timeout_s = 1.0
+    with pytest.raises(LoadError, match="longer than 1 s"):
+        loader.load(slow, "slow.csv", 10)
+    with pytest.raises(ProcessLookupError):
+        os.kill(first, 0)  # the stuck worker was killed (and reaped), not left running
+    loader.timeout_s = 120
+    assert loader.load(ok, "a.txt", 10)[0].pages == ["hello there, a perfectly fine file"]
+    assert loader._proc.pid != first  # by a fresh worker
+    loader.close()
