@@ -71,6 +71,15 @@ def jobs_panel() -> None:
             else:
                 bad = any(r["status"] == "failed" for r in job.reports) or job.status != "done"
                 (st.warning if bad else st.success)(job.summary())
+            for name in ws.jobs.locked(job) if not job.active else []:
+                with st.form(f"pw_{job.job_id}_{name}", border=False):
+                    st.markdown(f":material/lock: **{escape_md(name)}** is encrypted.")
+                    pw = st.text_input(f"Password for {name}", type="password",
+                                       help="Used once to open the file; never stored.")
+                    if st.form_submit_button("Open with this password") and pw:
+                        with friendly_errors("Opening the PDF"):
+                            ws.retry_with_password(job.job_id, name, pw, identity()[0])
+                            st.rerun()
             if job.active:
                 if st.button("Cancel", key=f"cancel_{job.job_id}", icon=":material/cancel:"):
                     ws.jobs.cancel(job.job_id)

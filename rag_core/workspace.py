@@ -94,6 +94,13 @@ class Workspace:
         self.job_runner.wake()
         return job_id
 
+    def retry_with_password(self, job_id: str, name: str, password: str, user: str | None = None) -> str:
+        """Open an encrypted PDF that an upload could not read: a new job, password in memory only."""
+        new_id = self.jobs.retry_locked(job_id, name, password, user)
+        self.job_runner.start()
+        self.job_runner.wake()
+        return new_id
+
     def indexing_progress(self, kb_names: list[str]) -> float | None:
         """Share of the selected knowledge bases' chunks that have their vectors, while some
         do not (None when everything is indexed): answers may still improve."""

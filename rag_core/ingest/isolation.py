@@ -29,9 +29,9 @@ def _serve(conn, memory_mb: int) -> None:  # pragma: no cover - runs in the chil
             req = conn.recv()
         except EOFError:
             return
-        path, name, max_pages, ocr = req
+        path, name, max_pages, ocr, password = req
         try:
-            docs = load_file(Path(path), display_name=name, max_pages=max_pages, ocr=ocr,
+            docs = load_file(Path(path), display_name=name, max_pages=max_pages, ocr=ocr, password=password,
                              on_progress=lambda: conn.send(("progress", None)))
             conn.send(("ok", docs))
         except LoadError as exc:
@@ -69,11 +69,13 @@ class IsolatedLoader:
             self._proc.join(timeout=5)
         self._proc = self._conn = None
 
-    def load(self, path: Path, name: str, max_pages: int, ocr: bool = False) -> list[LoadedDocument]:
+    def load(self, path: Path, name: str, max_pages: int, ocr: bool = False,
+             password: str | None = None) -> list[LoadedDocument]:
         """The time limit is for silence, not for the whole file: OCR reports every page, so
-        a 300-page scan may take minutes while a reader stuck on one page is still stopped."""
+        a 300-page scan may take minutes while a reader stuck on one page is still stopped.
+        A password travels through the pipe only; it is never written anywhere."""
         self._ensure()
-        self._conn.send((str(path), name, max_pages, ocr))
+        self._conn.send((str(path), name, max_pages, ocr, password))
         while True:
             if not self._conn.poll(self.timeout_s):
                 self._kill()

@@ -98,19 +98,32 @@ def _job(r) -> Job:
                r["error"], bool(r["cancel"]))
 
 
+LOCKED = ("encrypted PDF: a password is required", "encrypted PDF: the password is wrong")
+
+
 class JobQueue:
     def __init__(self, db: Database, uploads_dir: Path):
         self.db = db
         self.uploads_dir = uploads_dir
         db.executescript(SCHEMA)
+        # Passwords for encrypted PDFs live here, in this process's memory only, until the
+        # worker reads them: never in the database or on disk. After a restart they are gone
+        # and the file asks for its password again.
+        self._passwords: dict[str, dict[str, str]] = {}
+        self._pw_lock = threading.Lock()
 
     # ---- submitting ------------------------------------------------------------------
-    def submit(self, kb_id: str, files: list[tuple[str, bytes]], user: str | None = None) -> str:
+    def submit(self, kb_id: str, files: list[tuple[str, bytes]], user: str | None = None,
+               passwords: dict[str, str] | None = None) -> str:
         """Queue (display name, content) files; the content is written under the data folder
-        first, so the job survives the request, the tab and a restart."""
+        first, so the job survives the request, the tab and a restart. `passwords` (display
+        name → password) open encrypted PDFs and are kept in memory only."""
         if not files:
             raise InputError("no files to add")
         job_id = uuid.uuid4().hex
+        if passwords:
+            with self._pw_lock:
+                self._passwords[job_id] = dict(passwords)
         folder = self.uploads_dir / job_id
         folder.mkdir(parents=True, exist_ok=True)
         stored = []
@@ -191,11 +204,47 @@ class JobQueue:
         r = self.db.query_one("SELECT cancel FROM ingest_jobs WHERE job_id=?", (job_id,))
         return bool(r and r[0])
 
+    def take_passwords(self, job_id: str) -> dict[str, str]:
+        with self._pw_lock:
+            return self._passwords.pop(job_id, {})
+
     def finish(self, job_id: str, status: str, error: str = "") -> None:
+        """Mark the job ended and drop its copies of the files, except encrypted PDFs that
+        still need a password: those wait for `retry_locked` (a person types the password)."""
         with self.db.transaction() as c:
             c.execute("UPDATE ingest_jobs SET status=?, error=?, finished=?, owner_pid=NULL WHERE job_id=?",
                       (status, error, time.time(), job_id))
-        shutil.rmtree(self.uploads_dir / job_id, ignore_errors=True)
+        job = self.get(job_id)
+        keep = {name for name in self.locked(job)}
+        for path, name in job.files:
+            if name not in keep:
+                Path(path).unlink(missing_ok=True)
+        if not keep:
+            shutil.rmtree(self.uploads_dir / job_id, ignore_errors=True)
+        self.take_passwords(job_id)
+
+    @staticmethod
+    def locked(job: Job) -> list[str]:
+        """Files of an ended job that failed for want of the right password."""
+        return [r["file"] for r in job.reports if r["status"] == "failed" and r["reason"] in LOCKED]
+
+    def retry_locked(self, job_id: str, name: str, password: str, user: str | None = None) -> str:
+        """A new job for one encrypted PDF of an ended job, opened with `password`."""
+        job = self.get(job_id)
+        if job.active or name not in self.locked(job):
+            raise InputError(f"{name} is not waiting for a password")
+        path = Path(next(p for p, n in job.files if n == name))
+        if not path.exists():
+            raise NotFound(f"the upload of {name} is no longer kept; add the file again")
+        new_id = self.submit(job.kb_id, [(name, path.read_bytes())], user, passwords={name: password})
+        path.unlink(missing_ok=True)
+        with self.db.transaction() as c:  # the old report now points to the retry
+            reports = [dict(r, reason=r["reason"] + " (retried with a password)") if r["file"] == name else r
+                       for r in job.reports]
+            c.execute("UPDATE ingest_jobs SET reports=? WHERE job_id=?", (json.dumps(reports), job_id))
+        if not any(Path(p).exists() for p, _ in job.files):
+            shutil.rmtree(self.uploads_dir / job_id, ignore_errors=True)
+        return new_id
 
 
 class JobRunner:
@@ -276,9 +325,11 @@ class JobRunner:
         try:
             if todo:
                 q.set_progress(job.job_id, phase="reading", files_done=base_done, file=todo[0][1])
+                secret = q.take_passwords(job.job_id)
                 ingestor.ingest(kb, [p for p, _ in todo], display_names={p: n for p, n in todo},
                                 progress=on_file, cancel=cancel, embed=False,
-                                on_report=lambda r: q.add_report(job.job_id, r))
+                                on_report=lambda r: q.add_report(job.job_id, r),
+                                passwords={p: secret[n] for p, n in todo if n in secret})
             mine = {d for r in q.get(job.job_id).reports for d in r.get("doc_ids", [])}
             q.set_progress(job.job_id, phase="embedding", chunks_done=0,
                            chunks_total=sum(d.chunks for d in self.appdb.waiting_for_vectors(kb.kb_id)

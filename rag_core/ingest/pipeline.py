@@ -81,10 +81,11 @@ class Ingestor:
             IsolatedLoader(settings.ingest_timeout_s, settings.ingest_memory_mb) if settings.ingest_timeout_s > 0 else None
         )
 
-    def load(self, path: Path, name: str) -> list[LoadedDocument]:
+    def load(self, path: Path, name: str, password: str | None = None) -> list[LoadedDocument]:
         if self._isolated is None:
-            return load_file(path, display_name=name, max_pages=self.settings.max_pages, ocr=self.settings.ocr)
-        return self._isolated.load(path, name, self.settings.max_pages, self.settings.ocr)
+            return load_file(path, display_name=name, max_pages=self.settings.max_pages, ocr=self.settings.ocr,
+                             password=password)
+        return self._isolated.load(path, name, self.settings.max_pages, self.settings.ocr, password)
 
     # ---- recovery --------------------------------------------------------------------
     def recover_interrupted(self) -> int:
@@ -128,6 +129,7 @@ class Ingestor:
         cancel: Callable[[], bool] | None = None,
         on_report: Callable[[FileReport], None] | None = None,
         embed: bool = True,
+        passwords: dict[Path, str] | None = None,
     ) -> IngestStats:
         """Phase 1 for every file, then (with `embed`) phase 2 for what they added. `cancel`
         is polled between files and between embedding groups (raises `Cancelled`; the file
@@ -146,7 +148,7 @@ class Ingestor:
             name = (display_names or {}).get(path, path.name)
             t0 = time.perf_counter()
             try:
-                report = self._ingest_file(kb, path, name, stats, cancel)
+                report = self._ingest_file(kb, path, name, stats, cancel, (passwords or {}).get(path))
             except Cancelled:
                 raise
             except GroundworkError as exc:
@@ -224,7 +226,7 @@ class Ingestor:
         return done
 
     def _ingest_file(self, kb: KnowledgeBase, path: Path, name: str, stats: IngestStats,
-                     cancel: Callable[[], bool] | None = None) -> FileReport:
+                     cancel: Callable[[], bool] | None = None, password: str | None = None) -> FileReport:
         if not path.exists():
             raise LoadError("file not found")
         # Uploads arrive under temporary names: the display name's extension counts then.
@@ -248,7 +250,7 @@ class Ingestor:
                     file=name, status="duplicate", reason=f"same content as '{dup.source}'", doc_ids=[dup.doc_id],
                     pages=dup.pages, chunks=dup.chunks,
                 )
-        loaded = self.load(path, name)
+        loaded = self.load(path, name, password)
         report = FileReport(file=name, status="ingested")
         new_docs = 0
         # Records (JSONL) are many small documents: chunk a group, embed it in one batch.

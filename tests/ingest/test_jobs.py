@@ -114,3 +114,43 @@ def test_a_killed_worker_is_resumed_without_loss_or_duplicates(tmp_path):
     assert ws.store.count(kb_id) == sum(d.chunks for d in docs)  # no duplicate chunks
     assert ws.search(["Big"], "tapir snout", k=1).results[0].chunk.source == "notes.md"
     ws.close()
+
+
+def encrypted_pdf(password: str) -> bytes:
+    import io
+
+    from pypdf import PdfReader, PdfWriter
+
+    from tests.helpers import make_pdf
+
+    writer = PdfWriter()
+    for page in PdfReader(io.BytesIO(make_pdf(["The vault combination is kept by the night porter."]))).pages:
+        writer.add_page(page)
+    writer.encrypt(user_password=password, owner_password=None, algorithm="AES-256")
+    buf = io.BytesIO()
+    writer.write(buf)
+    return buf.getvalue()
+
+
+def test_an_encrypted_pdf_waits_for_its_password_which_is_never_stored(tmp_path):
+    ws = Workspace(get_settings(tmp_path / "data"))
+    ws.create_kb("Locked")
+    job_id = ws.submit_upload("Locked", [("vault.pdf", encrypted_pdf("s3cret-pw")), ("note.md", b"# Note\n\nplain\n")])
+    assert wait(lambda: not ws.jobs.get(job_id).active)
+    job = ws.jobs.get(job_id)
+    assert ws.jobs.locked(job) == ["vault.pdf"]
+    assert any(p.name.endswith(".pdf") for p in (tmp_path / "data" / "uploads" / job_id).iterdir())  # kept for the retry
+
+    wrong = ws.retry_with_password(job_id, "vault.pdf", "guess")
+    assert wait(lambda: not ws.jobs.get(wrong).active)
+    assert ws.jobs.get(wrong).reports[0]["reason"] == "encrypted PDF: the password is wrong"
+    right = ws.retry_with_password(wrong, "vault.pdf", "s3cret-pw")
+    assert wait(lambda: not ws.jobs.get(right).active)
+    assert ws.jobs.get(right).reports[0]["status"] == "ingested"
+    assert "night porter" in ws.ask(["Locked"], "Who keeps the vault combination?").text
+    # the password is in no file under the data folder (database included)
+    for f in (tmp_path / "data").rglob("*"):
+        if f.is_file():
+            assert b"s3cret-pw" not in f.read_bytes(), f
+    assert not (tmp_path / "data" / "uploads" / job_id).exists() and not (tmp_path / "data" / "uploads" / right).exists()
+    ws.close()
