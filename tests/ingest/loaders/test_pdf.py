@@ -1,0 +1,157 @@
+"""PDF: generated files and the py-pdf samples."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from rag_core.errors import LoadError
+from rag_core.ingest.chunker import chunk_document
+from rag_core.ingest.loaders import (
+    clean_pdf_text,
+    load_file,
+)
+from tests.helpers import make_pdf
+from tests.ingest.loaders.util import SAMPLE_PDFS, load_one, needs_samples, write
+
+
+def test_generated_pdf_pages_and_cleanup(tmp_path):
+    pages = [
+        "First  page   about an exam-\nple of hyphenation.",
+        "Baden-\nWürttemberg stays. Years 2013-\n2014 stay.",
+        "Third page.",
+    ]
+    doc = load_one(write(tmp_path, "report.pdf", make_pdf(pages, title="Quarterly Report")))
+    assert doc.title == "Quarterly Report"
+    assert doc.mime == "application/pdf"
+    assert doc.pages == [
+        "First page about an example of hyphenation.",
+        "Baden-\nWürttemberg stays. Years 2013-\n2014 stay.",
+        "Third page.",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("meta", "title"), [("untitled", "my scan"), ("my-scan", "my scan"), ("  ", "my scan"), ("Real Name", "Real Name")]
+)
+def test_pdf_title_only_when_meaningful(tmp_path, meta, title):
+    assert load_one(write(tmp_path, "my-scan.pdf", make_pdf(["text"], title=meta))).title == title
+
+
+def test_clean_pdf_text():
+    raw = "ﬁrst\x00 line\t\twith   gaps \nco-\nop and Co-\nOp\n\n\n\nend"
+    assert clean_pdf_text(raw) == "first line with gaps\ncoop and Co-\nOp\n\nend"
+
+
+def test_pdf_page_limit(tmp_path):
+    path = write(tmp_path, "long.pdf", make_pdf(["a page"] * 3))
+    with pytest.raises(LoadError, match="^too many pages: 3 \\(the limit is 2\\)$"):
+        load_file(path, max_pages=2)
+    assert len(load_one(path, max_pages=3).pages) == 3
+
+
+def test_pdf_without_text(tmp_path):
+    with pytest.raises(LoadError, match="^no text found"):
+        load_file(write(tmp_path, "blank.pdf", make_pdf(["", " "])))
+
+
+def test_random_bytes_named_pdf(tmp_path):
+    with pytest.raises(LoadError, match=r"^not a valid PDF \(file is damaged or not a PDF\)$"):
+        load_file(write(tmp_path, "fake.pdf", random.Random(3).randbytes(5000)))
+
+
+@pytest.mark.parametrize("fraction", [0.2, 0.5, 0.9])
+def test_truncated_pdf(tmp_path, fraction):
+    data = make_pdf(["page one text", "page two text", "page three text"])
+    with pytest.raises(LoadError, match=r"^not a valid PDF"):
+        load_file(write(tmp_path, "cut.pdf", data[: int(len(data) * fraction)]))
+
+
+def test_error_messages_are_one_short_line(tmp_path):
+    bad = {
+        "a.pdf": random.Random(5).randbytes(300),
+        "b.docx": b"PK\x03\x04garbage",
+        "c.jsonl": b"{oops",
+        "d.txt": random.Random(6).randbytes(300),
+    }
+    for name, data in bad.items():
+        with pytest.raises(LoadError) as err:
+            load_file(write(tmp_path, name, data))
+        message = str(err.value)
+        assert "\n" not in message and "Traceback" not in message and len(message) < 120, message
+
+
+@needs_samples
+def test_multicolumn_pdf_keeps_reading_order():
+    doc = load_one(SAMPLE_PDFS / "026-latex-multicolumn" / "multicolumn.pdf")
+    assert doc.page_count == 3
+    first = doc.pages[0]
+    assert first.startswith("Two-Column Document with Lorem Ipsum")
+    # Column one is read before column two, and the hyphen at "adip-|iscing" is joined.
+    assert "Lorem ipsum dolor sit amet, consectetuer adipiscing elit. Ut purus elit" in first
+    assert first.index("Nam dui ligula") < first.index("Phasellus adipiscing semper elit")
+
+
+@pytest.fixture(scope="module")
+def geotopo():
+    path = SAMPLE_PDFS / "009-pdflatex-geotopo" / "GeoTopo-komprimiert.pdf"
+    if not path.is_file():
+        pytest.skip(f"sample PDF not found at {path}")
+    return load_one(path)
+
+
+def test_long_german_pdf(geotopo):
+    assert geotopo.page_count == 117
+    assert geotopo.title == "Geometrie und Topologie"
+    assert "Wintersemester 2013/2014" in geotopo.pages[1]
+    assert all("\x00" not in page for page in geotopo.pages)
+
+
+def test_long_pdf_chunk_pages_are_right(geotopo):
+    chunks = chunk_document(geotopo, doc_id="geo", kb_id="kb")
+    assert chunks[-1].page_end == 117
+    for phrase, page in (("Wintersemester 2013/2014", 2), ("Abbildung 3.5: Situation aus Bemerkung 44", 51)):
+        hits = [c for c in chunks if phrase in c.text]
+        assert hits and all(c.page_start <= page <= c.page_end for c in hits), phrase
+    page_of = []  # page number of every character of the full text, "\n\n" joins included
+    for number, page in enumerate(geotopo.pages, start=1):
+        page_of += [number] * (len(page) + 2)
+    for chunk in chunks:
+        assert chunk.text in "\n\n".join(geotopo.pages[chunk.page_start - 1 : chunk.page_end]) or chunk.chunk_type == "table"
+        assert (chunk.page_start, chunk.page_end) == (page_of[chunk.char_start], page_of[chunk.char_end - 1])
+
+
+@needs_samples
+def test_encrypted_pdf():
+    path = SAMPLE_PDFS / "005-libreoffice-writer-password" / "libreoffice-writer-password.pdf"
+    # Real behaviour: this file has a user password, so the empty password does not open it.
+    with pytest.raises(LoadError, match="^encrypted PDF: a password is required$"):
+        load_file(path)
+    with pytest.raises(LoadError, match="^encrypted PDF: the password is wrong$"):
+        load_file(path, password="guess")
+    for password in ("openpassword", "permissionpassword"):
+        doc = load_one(path, password=password)
+        assert doc.pages[0].startswith("Lorem ipsum dolor sit amet")
+
+
+@needs_samples
+def test_pdf_with_unreadable_page_tree():
+    with pytest.raises(LoadError, match=r"^not a valid PDF \(file is damaged or not a PDF\)$"):
+        load_file(SAMPLE_PDFS / "017-unreadable-meta-data" / "unreadablemetadata.pdf")
+
+
+@needs_samples
+@pytest.mark.parametrize("name", ["imagemagick-images.pdf", "imagemagick-lzw.pdf"])
+def test_image_only_pdf(name):
+    # imagemagick-images.pdf holds the stray word "Background" on 4 of 6 image pages:
+    # still a scan, so it is refused rather than indexed as "Background".
+    with pytest.raises(LoadError, match=r"^no text found \(the PDF has only images; OCR is switched off: RAG_OCR\)$"):
+        load_file(SAMPLE_PDFS / "007-imagemagick-images" / name)
+
+
+@needs_samples
+def test_pdf_with_little_text_and_no_images_still_loads():
+    doc = load_one(SAMPLE_PDFS / "024-annotations" / "annotated_pdf.pdf")
+    assert doc.title == "Annotated PDF"
+    assert doc.pages[0].strip()
