@@ -277,7 +277,7 @@ class AppDB:
         if r is None:
             return False
         pid = r["owner_pid"]
-        if pid and pid != os.getpid() and _pid_alive(pid):
+        if pid and pid != os.getpid() and not owner_gone(pid):
             return False
         with self.db.transaction() as c:
             c.execute("UPDATE documents SET owner_pid=? WHERE kb_id=? AND doc_id=? AND status='searchable'",
@@ -302,12 +302,8 @@ class AppDB:
         """'indexing' rows whose writer process is gone: interrupted ingests."""
         out = []
         for r in self.db.query("SELECT * FROM documents WHERE status='indexing'"):
-            pid = r["owner_pid"]
-            if pid and pid != os.getpid() and _pid_alive(pid):
-                continue
-            if pid == os.getpid():
-                continue
-            out.append(_doc_from_row(r))
+            if owner_gone(r["owner_pid"]):
+                out.append(_doc_from_row(r))
         return out
 
     def counts(self, kb_id: str) -> tuple[int, int]:
@@ -346,6 +342,14 @@ class AppDB:
     def set_meta(self, key: str, value: str) -> None:
         with self.db.transaction() as c:
             c.execute("INSERT OR REPLACE INTO meta VALUES (?,?)", (key, value))
+
+
+def owner_gone(pid: int | None) -> bool:
+    """A row's writer is gone: no owner, or another process that no longer runs (this
+    process's own rows are never orphans)."""
+    if pid == os.getpid():
+        return False
+    return not pid or not _pid_alive(pid)
 
 
 def _pid_alive(pid: int) -> bool:

@@ -22,7 +22,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..appdb import _pid_alive
+from ..appdb import owner_gone
 from ..db import Database
 from ..errors import InputError, NotFound
 from ..models import FileReport
@@ -168,10 +168,7 @@ class JobQueue:
         """Running jobs whose worker process is gone go back to the queue (resume)."""
         n = 0
         for r in self.db.query("SELECT job_id, owner_pid FROM ingest_jobs WHERE status='running'"):
-            pid = r["owner_pid"]
-            if pid and pid != os.getpid() and _pid_alive(pid):
-                continue
-            if pid == os.getpid():
+            if not owner_gone(r["owner_pid"]):
                 continue
             with self.db.transaction() as c:
                 c.execute("UPDATE ingest_jobs SET status='queued', owner_pid=NULL WHERE job_id=? AND status='running'",
