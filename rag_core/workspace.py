@@ -7,6 +7,8 @@ from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 
+from . import access
+from .access import Caller
 from .appdb import AppDB
 from .config import Settings, get_settings
 from .db import Database
@@ -53,8 +55,10 @@ class Workspace:
     def create_kb(self, name: str, **kw) -> KnowledgeBase:
         return self.appdb.create_kb(name, **kw)
 
-    def list_kbs(self) -> list[KnowledgeBase]:
-        return self.appdb.list_kbs()
+    def list_kbs(self, caller: Caller | None = None) -> list[KnowledgeBase]:
+        """Every knowledge base, or those `caller` may see."""
+        kbs = self.appdb.list_kbs()
+        return kbs if caller is None else access.visible(caller, kbs)
 
     def get_kb(self, name_or_id: str) -> KnowledgeBase:
         return self.appdb.get_kb(name_or_id)
@@ -117,12 +121,12 @@ class Workspace:
         return delete_document(self.appdb, self.store, kb.kb_id, doc_id)
 
     def accessible_document(self, kb_id: str, doc_id: str, user: str | None = None,
-                            groups: list[str] | None = None) -> Document:
+                            groups: list[str] | None = None, caller: Caller | None = None) -> Document:
         """The indexed document, if this identity may see it; NotFound otherwise (the same
         answer for "does not exist" and "not yours", so access cannot be probed)."""
         kb = self.appdb.find_kb(kb_id)
         doc = self.appdb.get_document(kb_id, doc_id) if kb else None
-        if doc is None or doc.status not in ("indexed", "searchable") or not _visible(doc, self.filters_for([kb], user, groups)):
+        if doc is None or doc.status not in ("indexed", "searchable") or not access.can_see(self.caller(user, groups, caller=caller), kb):
             raise NotFound("that document is not available")
         return doc
 
@@ -187,16 +191,19 @@ class Workspace:
     def retrieval(self) -> RetrievalPipeline:
         return RetrievalPipeline(self.store, self.embedder, self.reranker, find_document=self.find_document)
 
-    def filters_for(self, kbs: list[KnowledgeBase], user: str | None = None, groups: list[str] | None = None) -> SearchFilters:
-        user = user if user is not None else self.settings.user
-        groups = groups if groups is not None else self.settings.group_list
-        return SearchFilters(
-            kb_ids=[kb.kb_id for kb in kbs],
-            user=user,
-            groups=list(groups),
-            # An identity switches ACL enforcement on; without one the caller is the operator.
-            enforce_acl=bool(user or groups),
-        )
+    def caller(self, user: str | None = None, groups: list[str] | None = None, tenant: str | None = None,
+               caller: Caller | None = None) -> Caller:
+        """Who is asking: an explicit Caller, else --user/--groups (or RAG_USER/RAG_GROUPS);
+        with no identity at all, the operator (sees everything)."""
+        if caller is not None:
+            return caller
+        return Caller.of(user if user is not None else self.settings.user,
+                         groups if groups is not None else self.settings.group_list, tenant)
+
+    def filters_for(self, kbs: list[KnowledgeBase], user: str | None = None, groups: list[str] | None = None,
+                    caller: Caller | None = None) -> SearchFilters:
+        """The policy's filters for this caller over these knowledge bases (rag_core/access.py)."""
+        return access.search_filters(self.caller(user, groups, caller=caller), kbs)
 
     def find_document(self, name: str, filters: SearchFilters) -> tuple[str, str] | None:
         """The document a lookup request names ("the biography file"), if the caller may see it:
@@ -302,10 +309,8 @@ _GENERIC = set(analyze("file document doc pdf docx report paper page the whole f
 
 
 def _visible(doc: Document, f: SearchFilters) -> bool:
-    if f.doc_ids is not None and doc.doc_id not in f.doc_ids:  # a question scoped to chosen documents
+    """A document is visible when its knowledge base passed the policy (f.kb_ids) and, for a
+    question scoped to chosen documents, it is one of them."""
+    if f.kb_ids is not None and doc.kb_id not in f.kb_ids:
         return False
-    if f.tenant is not None and doc.tenant != f.tenant:
-        return False
-    if not f.enforce_acl or (not doc.acl_users and not doc.acl_groups):
-        return True
-    return (f.user is not None and f.user in doc.acl_users) or bool(set(f.groups) & set(doc.acl_groups))
+    return f.doc_ids is None or doc.doc_id in f.doc_ids

@@ -208,10 +208,7 @@ class JobQueue:
     def finish(self, job_id: str, status: str, error: str = "") -> None:
         """Mark the job ended and drop its copies of the files, except encrypted PDFs that
         still need a password: those wait for `retry_locked` (a person types the password)."""
-        with self.db.transaction() as c:
-            c.execute("UPDATE ingest_jobs SET status=?, error=?, finished=?, owner_pid=NULL WHERE job_id=?",
-                      (status, error, time.time(), job_id))
-        job = self.get(job_id)
+        job = self.get(job_id)  # files first, status last: whoever sees "ended" sees it cleaned up
         keep = {name for name in self.locked(job)}
         for path, name in job.files:
             if name not in keep:
@@ -219,6 +216,9 @@ class JobQueue:
         if not keep:
             shutil.rmtree(self.uploads_dir / job_id, ignore_errors=True)
         self.take_passwords(job_id)
+        with self.db.transaction() as c:
+            c.execute("UPDATE ingest_jobs SET status=?, error=?, finished=?, owner_pid=NULL WHERE job_id=?",
+                      (status, error, time.time(), job_id))
 
     @staticmethod
     def locked(job: Job) -> list[str]:
