@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import resource
+import threading
 from pathlib import Path
 
 from ..errors import LoadError
@@ -50,6 +51,9 @@ class IsolatedLoader:
         self.memory_mb = memory_mb
         self._proc = None
         self._conn = None
+        # One request at a time on the pipe: two sessions uploading at once must not read
+        # each other's answers (the worker serves requests in order, one connection).
+        self._lock = threading.Lock()
 
     def _ensure(self) -> None:
         if self._proc is not None and self._proc.is_alive():
@@ -74,6 +78,10 @@ class IsolatedLoader:
         """The time limit is for silence, not for the whole file: OCR reports every page, so
         a 300-page scan may take minutes while a reader stuck on one page is still stopped.
         A password travels through the pipe only; it is never written anywhere."""
+        with self._lock:
+            return self._load(path, name, max_pages, ocr, password)
+
+    def _load(self, path: Path, name: str, max_pages: int, ocr: bool, password: str | None) -> list[LoadedDocument]:
         self._ensure()
         self._conn.send((str(path), name, max_pages, ocr, password))
         while True:

@@ -139,3 +139,36 @@ def test_a_hanging_reader_is_stopped(tmp_path):
     assert loader.load(ok, "a.txt", 10)[0].pages == ["hello there, a perfectly fine file"]
     assert loader._proc.pid != first  # by a fresh worker
     loader.close()
+
+
+def test_two_concurrent_uploads_get_their_own_results(tmp_path):
+    """Two sessions ingest at the same moment through the one shared isolated reader: each
+    file's report and chunks are its own. Without the loader's lock this test does not pass:
+    the two threads' requests interleave on the one pipe and a reader waits for an answer the
+    other took, until the time limit fails its file (measured: stuck past 60 s, vs 3 s)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ws = Workspace(get_settings(tmp_path / "data"))
+    ws.create_kb("A")
+    ws.create_kb("B")
+    files = {}
+    for who in ("A", "B"):
+        for i in range(6):
+            f = tmp_path / f"{who}-{i}.md"
+            f.write_text(f"# {who} note {i}\n\n" + f"The {who.lower()}-word is {who}{i}zebra. " * (40 + 30 * i))
+            files.setdefault(who, []).append(f)
+
+    def upload(who):
+        return ws.ingest(who, files[who])
+
+    with ThreadPoolExecutor(2) as ex:
+        stats = dict(zip(("A", "B"), ex.map(upload, ("A", "B"))))
+    for who in ("A", "B"):
+        assert [r.file for r in stats[who].reports] == [f.name for f in files[who]]
+        assert all(r.status == "ingested" for r in stats[who].reports)
+        kb_id = ws.get_kb(who).kb_id
+        for d in ws.appdb.list_documents(kb_id):
+            text = " ".join(c.text for c in ws.store.document_chunks(kb_id, d.doc_id))
+            assert d.source.startswith(who) and f"{who}{d.source.split('-')[1][0]}zebra" in text
+            assert ("Azebra" in text) != ("Bzebra" in text)
+    ws.close()
