@@ -39,19 +39,48 @@ def cmd_kb_create(args) -> int:
     ws = _workspace(args)
     kb = ws.create_kb(
         args.name, description=args.description or "", instructions=args.instructions or "",
-        grounded_only=args.grounded_only,
+        grounded_only=args.grounded_only, tenant=args.tenant or None,
+        acl_users=_csv(args.allow_users) or [], acl_groups=_csv(args.allow_groups) or [],
     )
-    _emit(args, {"kb_id": kb.kb_id, "name": kb.name}, f"created knowledge base '{kb.name}' ({kb.kb_id})")
+    _emit(args, {"kb_id": kb.kb_id, "name": kb.name, "tenant": kb.tenant, "users": kb.acl_users,
+                 "groups": kb.acl_groups}, f"created knowledge base '{kb.name}' ({kb.kb_id})")
+    return 0
+
+
+def cmd_kb_update(args) -> int:
+    """Access edits apply to the documents already in the knowledge base at once (the policy
+    reads the knowledge base when a question is asked; nothing is re-ingested)."""
+    from dataclasses import replace as _replace
+
+    ws = _workspace(args)
+    groups = [g.strip() for g in args.groups.split(",")] if args.groups else None
+    kb = ws.resolve_kbs([args.name], ws.caller(args.user, groups))[0]  # --tenant here is the new tenant
+    changes = {}
+    if args.tenant is not None:
+        changes["tenant"] = args.tenant or None
+    if args.allow_users is not None:
+        changes["acl_users"] = _csv(args.allow_users)
+    if args.allow_groups is not None:
+        changes["acl_groups"] = _csv(args.allow_groups)
+    if args.description is not None:
+        changes["description"] = args.description
+    if args.rename:
+        changes["name"] = args.rename
+    new = _replace(kb, **changes)
+    ws.appdb.update_kb(new)
+    _emit(args, {"kb_id": new.kb_id, "name": new.name, "tenant": new.tenant, "users": new.acl_users,
+                 "groups": new.acl_groups}, f"updated knowledge base '{new.name}'")
     return 0
 
 
 def cmd_kb_list(args) -> int:
     ws = _workspace(args)
     rows = []
-    for kb in ws.list_kbs():
+    for kb in ws.list_kbs(_caller(args, ws)):
         docs, chunks = ws.appdb.counts(kb.kb_id)
         rows.append({"kb_id": kb.kb_id, "name": kb.name, "description": kb.description,
-                     "grounded_only": kb.grounded_only, "documents": docs, "chunks": chunks})
+                     "grounded_only": kb.grounded_only, "tenant": kb.tenant, "users": kb.acl_users,
+                     "groups": kb.acl_groups, "documents": docs, "chunks": chunks})
     human = "\n".join(f"{r['name']}\t{r['documents']} documents\t{r['chunks']} chunks\t{r['kb_id']}" for r in rows)
     _emit(args, rows, human or "no knowledge bases yet: python -m rag_core kb create NAME")
     return 0
@@ -59,7 +88,7 @@ def cmd_kb_list(args) -> int:
 
 def cmd_ingest(args) -> int:
     ws = _workspace(args)
-    kb = ws.get_kb(args.kb)
+    kb = ws.resolve_kbs([args.kb], _caller(args, ws))[0]  # a caller adds only where it may see
     paths = [Path(p) for p in args.paths]
     missing = [str(p) for p in paths if not p.exists()]
     if missing and len(missing) == len(paths):
@@ -118,6 +147,7 @@ def cmd_ingest(args) -> int:
 
 def cmd_delete(args) -> int:
     ws = _workspace(args)
+    ws.resolve_kbs([args.kb], _caller(args, ws))  # not visible = not found
     if not ws.delete_document(args.kb, args.doc_id):
         raise GroundworkError(f"no document '{args.doc_id}' in knowledge base '{args.kb}'")
     _emit(args, {"deleted": args.doc_id}, f"deleted {args.doc_id}")
@@ -127,19 +157,23 @@ def cmd_delete(args) -> int:
 def _kb_names(ws, args) -> list[str]:
     """--kb A,B checked up front, so a typo fails before any query file is read."""
     names = [k.strip() for k in args.kb.split(",") if k.strip()]
-    for name in names:
-        ws.get_kb(name)
+    ws.resolve_kbs(names, _caller(args, ws))
     return names
 
 
+def _caller(args, ws):
+    """--user/--groups/--tenant, else RAG_USER/RAG_GROUPS; no identity = the operator (sees all)."""
+    groups = [g.strip() for g in args.groups.split(",")] if getattr(args, "groups", None) else None
+    return ws.caller(getattr(args, "user", None), groups, getattr(args, "tenant", None))
+
+
 def _identity(args) -> dict:
-    """--user/--groups, else RAG_USER/RAG_GROUPS; with an identity, ACLs are enforced."""
-    out = {}
-    if getattr(args, "user", None):
-        out["user"] = args.user
-    if getattr(args, "groups", None):
-        out["groups"] = [g.strip() for g in args.groups.split(",") if g.strip()]
-    return out
+    """The caller, as keyword arguments for the workspace's search and answer methods."""
+    return {"caller": _caller(args, _OPEN[-1])}
+
+
+def _csv(value: str | None) -> list[str] | None:
+    return None if value is None else [v.strip() for v in value.split(",") if v.strip()]
 
 
 def _read_jsonl(path: Path, what: str) -> list[dict]:
@@ -351,6 +385,9 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--json", action="store_true", help="print JSON")
     common.add_argument("--user", default=None, help="act as this user (ACLs apply); default $RAG_USER")
     common.add_argument("--groups", default=None, help="comma-separated groups of that user; default $RAG_GROUPS")
+    common.add_argument("--tenant", default=None,
+                        help="the caller's tenant (default $RAG_TENANT); for kb create/update: the knowledge base's "
+                             "tenant ('' removes it)")
 
     p = argparse.ArgumentParser(prog="python -m rag_core", description="Groundwork: chat with your documents.",
                                 parents=[common])
@@ -363,7 +400,16 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--description", default="")
     c.add_argument("--instructions", default="")
     c.add_argument("--grounded-only", action="store_true")
+    c.add_argument("--allow-users", default=None, help="comma-separated users who see it (empty with no groups = everyone)")
+    c.add_argument("--allow-groups", default=None, help="comma-separated groups whose members see it")
     c.set_defaults(func=cmd_kb_create)
+    u = kb_sub.add_parser("update", help="change a knowledge base (access edits apply at once)", parents=[common])
+    u.add_argument("name")
+    u.add_argument("--rename", default=None)
+    u.add_argument("--description", default=None)
+    u.add_argument("--allow-users", default=None, help="replaces the list; '' = none")
+    u.add_argument("--allow-groups", default=None, help="replaces the list; '' = none")
+    u.set_defaults(func=cmd_kb_update)
     ls = kb_sub.add_parser("list", help="list knowledge bases", parents=[common])
     ls.set_defaults(func=cmd_kb_list)
 

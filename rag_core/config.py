@@ -60,6 +60,7 @@ class Settings(BaseSettings):
     # Identity used when the UI/CLI has no auth in front of it (issue: access control).
     user: str | None = None
     groups: str = ""  # comma separated
+    tenant: str | None = None
 
     # LLM (OpenAI-compatible); absent key + base URL means extractive offline mode.
     openai_api_key: str | None = Field(default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "RAG_OPENAI_API_KEY"))

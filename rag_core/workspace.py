@@ -63,8 +63,14 @@ class Workspace:
     def get_kb(self, name_or_id: str) -> KnowledgeBase:
         return self.appdb.get_kb(name_or_id)
 
-    def _kbs(self, kb_names: list[str]) -> list[KnowledgeBase]:
+    def resolve_kbs(self, kb_names: list[str], caller: Caller | None = None) -> list[KnowledgeBase]:
+        """The named knowledge bases; one the caller may not see is reported exactly like one
+        that does not exist (its name is not leaked)."""
         kbs = [self.get_kb(n) for n in kb_names]
+        if caller is not None:
+            for kb in kbs:
+                if not access.can_see(caller, kb):
+                    raise NotFound(f"no knowledge base named '{kb.name}'")
         if not kbs:
             raise InputError("select at least one knowledge base")
         return kbs
@@ -198,7 +204,8 @@ class Workspace:
         if caller is not None:
             return caller
         return Caller.of(user if user is not None else self.settings.user,
-                         groups if groups is not None else self.settings.group_list, tenant)
+                         groups if groups is not None else self.settings.group_list,
+                         tenant if tenant is not None else self.settings.tenant)
 
     def filters_for(self, kbs: list[KnowledgeBase], user: str | None = None, groups: list[str] | None = None,
                     caller: Caller | None = None) -> SearchFilters:
@@ -222,13 +229,14 @@ class Workspace:
                     best, best_score = (kb_id, doc.doc_id), score
         return best if best_score >= 0.6 else None
 
-    def retriever(self, kb_names: list[str], user: str | None = None, groups: list[str] | None = None):
+    def retriever(self, kb_names: list[str], user: str | None = None, groups: list[str] | None = None,
+                  caller: Caller | None = None):
         """A LangChain retriever over the given knowledge bases for this identity."""
         from .retrieval.retriever import GroundworkRetriever
 
-        kbs = self._kbs(kb_names)
+        kbs = self.resolve_kbs(kb_names, caller)
         return GroundworkRetriever(
-            pipeline=self.retrieval, filters=self.filters_for(kbs, user, groups), settings=replace(kbs[0].retrieval)
+            pipeline=self.retrieval, filters=self.filters_for(kbs, user, groups, caller), settings=replace(kbs[0].retrieval)
         )
 
     def search(
@@ -242,15 +250,16 @@ class Workspace:
         fusion: str | None = None,
         user: str | None = None,
         groups: list[str] | None = None,
+        caller: Caller | None = None,
     ) -> Retrieved:
         """Retrieval with the first selected knowledge base's settings (overridable here)."""
-        kbs = self._kbs(kb_names)
+        kbs = self.resolve_kbs(kb_names, caller)
         rs = replace(kbs[0].retrieval)
         if alpha is not None:
             rs.alpha = alpha
         if fusion is not None:
             rs.fusion = fusion
-        return self.retrieval.run(query, self.filters_for(kbs, user, groups), rs, mode=mode, rerank=rerank, k=k)
+        return self.retrieval.run(query, self.filters_for(kbs, user, groups, caller), rs, mode=mode, rerank=rerank, k=k)
 
     # ---- answers ---------------------------------------------------------------------
     @cached_property
@@ -264,19 +273,20 @@ class Workspace:
         return AnswerEngine(self.retrieval, self.embedder, self.store, self.settings, chat=self.chat_model)
 
     def answer_request(self, kb_names: list[str], question: str, history=None, user=None, groups=None,
-                       doc_ids: list[str] | None = None):
+                       doc_ids: list[str] | None = None, caller: Caller | None = None):
         """`doc_ids` scopes the question to chosen documents of these knowledge bases (the store
         applies it inside the query, like the ACL)."""
         from .generation.chain import AnswerRequest
 
-        kbs = self._kbs(kb_names)
-        filters = self.filters_for(kbs, user, groups)
+        kbs = self.resolve_kbs(kb_names, caller)
+        filters = self.filters_for(kbs, user, groups, caller)
         filters.doc_ids = list(doc_ids) if doc_ids else None
         return AnswerRequest(question=question, kbs=kbs, filters=filters, history=list(history or []))
 
-    def ask(self, kb_names: list[str], question: str, history=None, user=None, groups=None):
+    def ask(self, kb_names: list[str], question: str, history=None, user=None, groups=None,
+            caller: Caller | None = None):
         """One verified Answer (DESIGN.md §3)."""
-        return self.answers.answer(self.answer_request(kb_names, question, history, user, groups))
+        return self.answers.answer(self.answer_request(kb_names, question, history, user, groups, caller=caller))
 
     # ---- scale-out ---------------------------------------------------------------------
     def migrate_to(self, target, progress=None) -> dict:

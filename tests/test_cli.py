@@ -116,12 +116,37 @@ def test_identity_flags_enforce_acl(data, tmp_path):
     f = tmp_path / "minutes.txt"
     f.write_text("The board approved the merger with Globex.")
     run(data, "ingest", "--kb", "board", str(f))
-    out = run(data, "search", "--kb", "board", "--query", "merger Globex", "--mode", "keyword",
-              "--user", "intern", "--groups", "staff").stdout
-    assert "minutes.txt" not in out
+    # to the intern the knowledge base does not exist: the same answer as a missing one
+    for cmd in (["search", "--kb", "board", "--query", "merger Globex", "--mode", "keyword"],
+                ["ask", "--kb", "board", "What did the board approve?"],
+                ["ingest", "--kb", "board", str(f)], ["delete", "--kb", "board", "x"]):
+        p = run(data, *cmd, "--user", "intern", "--groups", "staff", ok=False)
+        assert p.returncode != 0 and "no knowledge base named 'board'" in p.stderr and "Globex" not in p.stdout
+    listed = json.loads(run(data, "kb", "list", "--json", "--user", "intern", "--groups", "staff").stdout)
+    assert listed == []
     out = run(data, "search", "--kb", "board", "--query", "merger Globex", "--mode", "keyword",
               "--user", "cfo", "--groups", "board,finance").stdout
     assert "minutes.txt" in out
+
+
+def test_kb_access_flags_and_edits_apply_at_once(data, tmp_path):
+    run(data, "kb", "create", "hr", "--tenant", "acme", "--allow-groups", "hr")
+    f = tmp_path / "salaries.txt"
+    f.write_text("The salary review happens every March.")
+    run(data, "ingest", "--kb", "hr", str(f))
+    ask = ["ask", "--kb", "hr", "When is the salary review?", "--json"]
+    as_ann = ["--user", "ann", "--groups", "hr", "--tenant", "acme"]
+    assert "March" in json.loads(run(data, *ask, *as_ann).stdout)["answer"]
+    assert run(data, *ask, "--user", "ann", "--groups", "hr", "--tenant", "globex", ok=False).returncode != 0
+    assert run(data, *ask, "--user", "bob", "--groups", "sales", "--tenant", "acme", ok=False).returncode != 0
+    # an edit: bob's group is let in, and it applies to the document already there
+    run(data, "kb", "update", "hr", "--allow-groups", "hr,sales")
+    assert "March" in json.loads(run(data, *ask, "--user", "bob", "--groups", "sales", "--tenant", "acme").stdout)["answer"]
+    rows = json.loads(run(data, "kb", "list", "--json", "--user", "bob", "--groups", "sales", "--tenant", "acme").stdout)
+    assert [(r["name"], r["tenant"], r["groups"]) for r in rows] == [("hr", "acme", ["hr", "sales"])]
+    # and taking ann's group out locks her out at once
+    run(data, "kb", "update", "hr", "--allow-groups", "sales")
+    assert run(data, *ask, *as_ann, ok=False).returncode != 0
 
 
 def test_verify_judges_answers_as_answers_to_the_question(data, tmp_path):
