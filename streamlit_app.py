@@ -1,12 +1,22 @@
-"""Groundwork: entry point. Navigation, shared resources, and the sidebar."""
+"""Groundwork: entry point. Sign-in, navigation, shared resources, and the sidebar."""
 
 import streamlit as st
 
-from pages.common import identity, kb_names, remember_kbs, selected_kbs, workspace
+from pages.common import auth_mode, identity, kb_names, remember_kbs, selected_kbs, workspace
 
 st.set_page_config(page_title="Groundwork", page_icon=":material/menu_book:", layout="wide")
 
 ws = workspace()
+me = identity()
+if me is None:  # sign-in configured and nobody signed in: only the sign-in page exists
+    st.title(":material/menu_book: Groundwork")
+    if auth_mode() == "oidc":
+        st.write("Sign in to chat with the documents you have access to.")
+        st.button("Sign in", type="primary", icon=":material/login:", on_click=st.login)
+    else:
+        st.error("No identity came with this request: this app expects to run behind the sign-in proxy.")
+    st.stop()
+
 pages = [
     st.Page("pages/chat.py", title="Chat", icon=":material/forum:", default=True),
     st.Page("pages/upload.py", title="Upload", icon=":material/upload_file:"),
@@ -27,7 +37,9 @@ with st.sidebar:
         st.caption("No knowledge bases yet — create one on the Upload page.")
     mode = f"LLM · {ws.settings.llm_model}" if ws.settings.llm_configured else "Extractive · offline"
     store = "Weaviate" if ws.settings.store.startswith("weaviate") else "Embedded"
-    user, _ = identity()
-    st.caption(f"**Mode:** {mode}  \n**Store:** {store}  \n**User:** {user or 'local (no sign-in)'}")
+    who = me.user or "local (no sign-in)"
+    st.caption(f"**Mode:** {mode}  \n**Store:** {store}  \n**User:** {who}" + (" · admin" if me.admin and me.user else ""))
+    if auth_mode() == "oidc":
+        st.button("Sign out", icon=":material/logout:", on_click=st.logout)
 
 nav.run()

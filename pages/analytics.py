@@ -9,14 +9,17 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from pages.common import workspace
+from pages.common import caller, workspace
 from rag_core.render import escape_md
 
 ws = workspace()
 st.title("Feedback analytics")
 
+me = caller()
 log = ws.feedback
 everything = log.frame({kb.kb_id: kb.name for kb in ws.list_kbs()})
+if not me.admin:  # a user's analytics are their own answers (admins see everyone's)
+    everything = everything[everything["user"] == me.user]
 if everything.empty:
     st.info("No answers yet. Ask something on the Chat page; ratings show up here.")
     st.stop()

@@ -10,12 +10,13 @@ import html
 
 import streamlit as st
 
-from pages.common import friendly_errors, identity, selected_kbs, workspace
+from pages.common import caller, friendly_errors, selected_kbs, workspace
 from rag_core.feedback import REASONS
 from rag_core.models import Answer, Citation
 from rag_core.render import answer_markdown, escape_md, marker_text, plain_answer, timing_markdown
 
 ws = workspace()
+me = caller()
 kbs = selected_kbs()
 head, new_chat = st.columns([6, 1], vertical_alignment="bottom")
 head.title("Chat with your documents")
@@ -66,13 +67,12 @@ def badge(answer: Answer) -> str:
 def show_source(c: Citation) -> None:
     """The cited page with the passage highlighted; for non-PDF sources the passage in its
     surrounding text. Access is checked again here: a citation object alone opens nothing."""
-    user, groups = identity()
     page_key = f"viewer_page_{c.chunk_id}"
     with friendly_errors("Opening the source"):
-        doc = ws.accessible_document(c.kb_id, c.doc_id, user, groups)
+        doc = ws.accessible_document(c.kb_id, c.doc_id, caller=me)
         st.markdown(f"**{marker_text([c.n])} {escape_md(c.source)}**"
                     + (f" · {escape_md(c.section)}" if c.section else ""))
-        view = ws.cited_page(c, st.session_state.get(page_key), user, groups)
+        view = ws.cited_page(c, st.session_state.get(page_key), caller=me)
         if view is not None:
             st.session_state[page_key] = view.page
 
@@ -96,11 +96,11 @@ def show_source(c: Citation) -> None:
                 st.caption("The cited words are not on this page.")
             st.image(view.png, width="stretch", output_format="PNG", alt=f"Page {view.page} of {c.source}, the cited passage highlighted")
         else:
-            segments = ws.cited_context(c, user, groups)
+            segments = ws.cited_context(c, caller=me)
             body = "".join(f"<mark>{html.escape(t)}</mark>" if hit else html.escape(t) for t, hit in segments)
             st.markdown(f"<div style='white-space: pre-wrap; max-height: 60vh; overflow-y: auto'>{body}</div>",
                         unsafe_allow_html=True)
-        st.download_button("Download original", data=lambda: ws.original_bytes(c.kb_id, c.doc_id, user, groups),
+        st.download_button("Download original", data=lambda: ws.original_bytes(c.kb_id, c.doc_id, caller=me),
                            file_name=doc.source, on_click="ignore", icon=":material/download:",
                            disabled=not doc.stored_path)
 
@@ -191,10 +191,9 @@ if question:
     with st.chat_message("user"):
         st.markdown(escape_md(question))
     with st.chat_message("assistant"):
-        user, groups = identity()
         history = [(m["role"], m["content"] if m["role"] == "user" else m["answer"].text) for m in messages[:-1]]
         with friendly_errors("Answering"):
-            req = ws.answer_request(kbs, question, history=history, user=user, groups=groups, doc_ids=scope or None)
+            req = ws.answer_request(kbs, question, history=history, doc_ids=scope or None, caller=me)
             final: dict = {}
 
             def tokens():
@@ -210,6 +209,6 @@ if question:
             placeholder.empty()
             answer = final["answer"]
             kb_ids = [ws.get_kb(n).kb_id for n in kbs]
-            qid = ws.feedback.log_answer(answer, kb_ids, user)
+            qid = ws.feedback.log_answer(answer, kb_ids, me.user)
             messages.append({"role": "assistant", "content": answer.text, "answer": answer, "query_id": qid})
             render_answer(messages[-1], len(messages) - 1, last=True)

@@ -1,5 +1,5 @@
-"""What every page shares: the workspace (created once per process), the current identity,
-the selected knowledge bases, and a friendly error wrapper."""
+"""What every page shares: the workspace (created once per process), who is signed in, the
+knowledge bases they may use, and a friendly error wrapper."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from contextlib import contextmanager
 
 import streamlit as st
 
+from rag_core.access import Caller
 from rag_core.config import get_settings
 from rag_core.errors import GroundworkError
 from rag_core.workspace import Workspace
@@ -34,15 +35,57 @@ def workspace() -> Workspace:
     return ws
 
 
-def identity() -> tuple[str | None, list[str]]:
-    """The current user. A real deployment puts its auth in front (e.g. Streamlit's st.login /
-    an OIDC proxy) and maps its user and groups here; without one, RAG_USER / RAG_GROUPS."""
+def auth_mode() -> str:
+    """"oidc" (Streamlit's st.login, configured in secrets.toml [auth]), "headers" (a trusted
+    auth proxy, RAG_TRUSTED_HEADERS=true) or "local" (one user, no sign-in)."""
+    try:
+        if "auth" in st.secrets:
+            return "oidc"
+    except Exception:  # noqa: BLE001 - no secrets file at all
+        pass
+    return "headers" if workspace().settings.trusted_headers else "local"
+
+
+def _split(value) -> list[str]:
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return [str(v) for v in value or []]
+
+
+def identity() -> Caller | None:
+    """Who is using this session, or None when nobody is signed in (sign-in required)."""
     s = workspace().settings
-    return st.session_state.get("user") or s.user, s.group_list
+    mode = auth_mode()
+    if mode == "local":
+        # No sign-in configured: the person at the machine (RAG_USER/RAG_GROUPS if set).
+        return Caller.of(s.user, s.group_list, s.tenant)
+    if mode == "oidc":
+        if not st.user.is_logged_in:
+            return None
+        user = st.user.get("email") or st.user.get("sub")
+        groups = _split(st.user.get(s.auth_groups_claim))
+        tenant = st.user.get(s.auth_tenant_claim) if s.auth_tenant_claim else None
+    else:
+        headers = st.context.headers
+        user = headers.get(s.user_header)
+        if not user:
+            return None
+        groups = _split(headers.get(s.groups_header))
+        tenant = None
+    admin = user in _split(s.admin_emails) or bool(set(groups) & set(_split(s.admin_groups)))
+    return Caller(user=user, groups=frozenset(groups), tenant=tenant, admin=admin)
+
+
+def caller() -> Caller:
+    """The signed-in caller (pages run only after streamlit_app.py required one)."""
+    c = identity()
+    if c is None:
+        st.stop()
+    return c
 
 
 def kb_names() -> list[str]:
-    return [kb.name for kb in workspace().list_kbs()]
+    return [kb.name for kb in workspace().list_kbs(caller())]
 
 
 def selected_kbs() -> list[str]:
@@ -50,7 +93,7 @@ def selected_kbs() -> list[str]:
     names = kb_names()
     current = [n for n in st.session_state.get("selected_kbs", []) if n in names]
     if not current:
-        last = (workspace().appdb.get_meta("last_kbs") or "").split("\n")
+        last = (workspace().appdb.get_meta(f"last_kbs:{caller().user or ''}") or "").split("\n")
         current = [n for n in last if n in names] or names[:1]
     if current != st.session_state.get("selected_kbs"):
         st.session_state.selected_kbs = current
@@ -58,7 +101,7 @@ def selected_kbs() -> list[str]:
 
 
 def remember_kbs(names: list[str]) -> None:
-    workspace().appdb.set_meta("last_kbs", "\n".join(names))
+    workspace().appdb.set_meta(f"last_kbs:{caller().user or ''}", "\n".join(names))  # per user
 
 
 @contextmanager

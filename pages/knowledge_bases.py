@@ -6,11 +6,13 @@ from dataclasses import replace
 
 import streamlit as st
 
-from pages.common import friendly_errors, kb_names, workspace
+from pages.common import auth_mode, caller, friendly_errors, kb_names, workspace
 from rag_core.generation.prompts import system_prompt
 from rag_core.models import RetrievalSettings
 
 ws = workspace()
+me = caller()
+signed_in = auth_mode() != "local"
 st.title("Knowledge bases")
 
 with st.expander("Create a knowledge base", expanded=not kb_names()):
@@ -19,13 +21,17 @@ with st.expander("Create a knowledge base", expanded=not kb_names()):
         desc = st.text_input("Description")
         if st.form_submit_button("Create"):
             with friendly_errors("Creating"):
-                ws.create_kb(name, description=desc)
+                # Signed in, a new knowledge base is its creator's until they share it.
+                private = dict(acl_users=[me.user], tenant=me.tenant) if signed_in and not me.admin else {}
+                ws.create_kb(name, description=desc, **private)
                 st.rerun()
 
 names = kb_names()
 if not names:
     st.stop()
-kb = ws.get_kb(st.selectbox("Knowledge base", names, key="settings_kb"))
+kb = ws.resolve_kbs([st.selectbox("Knowledge base", names, key="settings_kb")], me)[0]
+# Who may change who sees it: admins, and the users named on it (its owners).
+may_share = me.admin or (me.user is not None and me.user in kb.acl_users)
 docs, chunks = ws.appdb.counts(kb.kb_id)
 st.caption(f"{docs} document(s) · {chunks} chunk(s) · id `{kb.kb_id}`")
 
@@ -59,9 +65,15 @@ with st.form(f"edit_{kb.kb_id}"):
     budget = c1.number_input("Context budget (tokens)", 200, 32000, int(r.context_tokens), 100,
                              help="Most passage text sent to the model per answer.")
     st.subheader("Access")
-    tenant = st.text_input("Tenant", kb.tenant or "", help="Only users of this tenant see the knowledge base. Empty = any.")
-    users = st.text_input("Users (comma separated)", ", ".join(kb.acl_users), help="Empty users and groups = everyone.")
-    groups = st.text_input("Groups (comma separated)", ", ".join(kb.acl_groups))
+    if not signed_in:
+        st.caption(":material/info: No sign-in is configured, so in this app you are the operator and see every "
+                   "knowledge base: these fields are not enforced here. They are enforced once sign-in is set up "
+                   "(README: Sign-in) and for the CLI's --user/--groups/--tenant.")
+    tenant = st.text_input("Tenant", kb.tenant or "", disabled=not may_share,
+                           help="Only users of this tenant see the knowledge base. Empty = any.")
+    users = st.text_input("Users (comma separated)", ", ".join(kb.acl_users), disabled=not may_share,
+                          help="Empty users and groups = everyone.")
+    groups = st.text_input("Groups (comma separated)", ", ".join(kb.acl_groups), disabled=not may_share)
     if st.form_submit_button("Save", type="primary"):
         with friendly_errors("Saving"):
             updated = replace(
@@ -73,7 +85,7 @@ with st.form(f"edit_{kb.kb_id}"):
                 acl_groups=[g.strip() for g in groups.split(",") if g.strip()],
             )
             ws.appdb.update_kb(updated)
-            st.toast("Saved. Access changes apply to documents uploaded from now on.")
+            st.toast("Saved. Access changes apply at once, to the documents already in it too.")
             st.rerun()
 
 with st.expander("Preview: how the instructions are assembled"):

@@ -5,11 +5,12 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages.common import friendly_errors, identity, kb_names, workspace
+from pages.common import caller, friendly_errors, kb_names, workspace
 from rag_core.ingest.loaders import SUPPORTED_EXTENSIONS
 from rag_core.render import escape_md
 
 ws = workspace()
+me = caller()
 st.title("Upload documents")
 
 if flash := st.session_state.pop("flash", None):
@@ -22,7 +23,8 @@ with st.expander("Create a knowledge base", expanded=not names):
         new_desc = st.text_input("Description (optional)")
         if st.form_submit_button("Create"):
             with friendly_errors("Creating the knowledge base"):
-                kb = ws.create_kb(new_name, description=new_desc)
+                private = dict(acl_users=[me.user], tenant=me.tenant) if me.user and not me.admin else {}
+                kb = ws.create_kb(new_name, description=new_desc, **private)  # signed in: yours until shared
                 st.session_state.upload_kb = kb.name
                 st.session_state.flash = f"Created {kb.name}. Now add files to it."
                 st.rerun()
@@ -31,7 +33,7 @@ if not names:
 
 default = names.index(st.session_state.get("upload_kb")) if st.session_state.get("upload_kb") in names else 0
 kb_name = st.selectbox("Knowledge base", names, index=default, key="upload_kb")
-kb = ws.get_kb(kb_name)
+kb = ws.resolve_kbs([kb_name], me)[0]
 
 limit = ws.settings.max_file_mb
 files = st.file_uploader(
@@ -43,8 +45,7 @@ files = st.file_uploader(
 )
 if files and st.button(f"Add {len(files)} file(s) to {kb.name}", type="primary"):
     with friendly_errors("Uploading"):
-        user, _ = identity()
-        job_id = ws.submit_upload(kb.name, [(f.name, f.getvalue()) for f in files], user)
+        job_id = ws.submit_upload(kb.name, [(f.name, f.getvalue()) for f in files], me.user)
         st.session_state.upload_round = st.session_state.get("upload_round", 0) + 1
         st.session_state.flash = (f"Queued {len(files)} file(s) for {kb.name}. They are read in the background: "
                                   "keep working, the progress is below.")
@@ -78,7 +79,7 @@ def jobs_panel() -> None:
                                        help="Used once to open the file; never stored.")
                     if st.form_submit_button("Open with this password") and pw:
                         with friendly_errors("Opening the PDF"):
-                            ws.retry_with_password(job.job_id, name, pw, identity()[0])
+                            ws.retry_with_password(job.job_id, name, pw, me.user)
                             st.rerun()
             if job.active:
                 if st.button("Cancel", key=f"cancel_{job.job_id}", icon=":material/cancel:"):

@@ -61,6 +61,15 @@ class Settings(BaseSettings):
     user: str | None = None
     groups: str = ""  # comma separated
     tenant: str | None = None
+    # Sign-in (the app): Streamlit's OIDC (`[auth]` in .streamlit/secrets.toml) when configured;
+    # else trusted headers from an auth proxy when switched on; else one local user.
+    auth_groups_claim: str = "groups"  # token claim holding the user's groups (list or comma-separated)
+    auth_tenant_claim: str | None = None  # token claim holding the user's tenant, if any
+    admin_emails: str = ""  # comma separated: these users see every knowledge base and all analytics
+    admin_groups: str = ""  # comma separated: members of these groups are admins too
+    trusted_headers: bool = False  # accept identity headers (only behind a proxy that sets them)
+    user_header: str = "X-Forwarded-User"
+    groups_header: str = "X-Forwarded-Groups"
 
     # LLM (OpenAI-compatible); absent key + base URL means extractive offline mode.
     openai_api_key: str | None = Field(default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "RAG_OPENAI_API_KEY"))

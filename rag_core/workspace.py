@@ -136,9 +136,9 @@ class Workspace:
             raise NotFound("that document is not available")
         return doc
 
-    def original_bytes(self, kb_id: str, doc_id: str, user=None, groups=None) -> bytes:
+    def original_bytes(self, kb_id: str, doc_id: str, user=None, groups=None, caller: Caller | None = None) -> bytes:
         """The uploaded file, read only when asked for (the download button calls this on click)."""
-        doc = self.accessible_document(kb_id, doc_id, user, groups)
+        doc = self.accessible_document(kb_id, doc_id, user, groups, caller)
         if not doc.stored_path or not Path(doc.stored_path).exists():
             raise NotFound(f"the original of {doc.source} was not kept")
         return Path(doc.stored_path).read_bytes()
@@ -149,10 +149,11 @@ class Workspace:
 
         return PageCache()
 
-    def cited_page(self, citation: Citation, page: int | None = None, user=None, groups=None):
+    def cited_page(self, citation: Citation, page: int | None = None, user=None, groups=None,
+                   caller: Caller | None = None):
         """The cited PDF page as an image with the passage highlighted (None when the original
         is not a PDF or was not kept: show `cited_context` instead)."""
-        doc = self.accessible_document(citation.kb_id, citation.doc_id, user, groups)
+        doc = self.accessible_document(citation.kb_id, citation.doc_id, user, groups, caller)
         path = Path(doc.stored_path) if doc.stored_path else None
         if path is None or path.suffix.lower() != ".pdf" or not path.exists():
             return None
@@ -167,12 +168,13 @@ class Workspace:
             page = best_page(path, *span, passage)
         return replace(self.page_cache.get(path, page, passage, ocr=self.settings.ocr), span=span)
 
-    def cited_context(self, citation: Citation, user=None, groups=None) -> list[tuple[str, bool]]:
+    def cited_context(self, citation: Citation, user=None, groups=None,
+                      caller: Caller | None = None) -> list[tuple[str, bool]]:
         """The cited text inside the passages around it, as (text, is_cited) segments, for
         sources without page images: three chunks fetched by id, never the whole document."""
         from .citation_view import highlight_in_context
 
-        self.accessible_document(citation.kb_id, citation.doc_id, user, groups)
+        self.accessible_document(citation.kb_id, citation.doc_id, user, groups, caller)
         prefix, _, ordinal = citation.chunk_id.rpartition("#")
         n = int(ordinal) if ordinal.isdigit() else None
         ids = [f"{prefix}#{i}" for i in (n - 1, n, n + 1)] if n is not None else [citation.chunk_id]
