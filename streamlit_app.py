@@ -8,13 +8,19 @@ st.set_page_config(page_title="Groundwork", page_icon=":material/menu_book:", la
 
 ws = workspace()
 me = identity()
-if me is None:  # sign-in configured and nobody signed in: only the sign-in page exists
+
+
+def sign_in_page() -> None:
     st.title(":material/menu_book: Groundwork")
     if auth_mode() == "oidc":
         st.write("Sign in to chat with the documents you have access to.")
         st.button("Sign in", type="primary", icon=":material/login:", on_click=st.login)
     else:
         st.error("No identity came with this request: this app expects to run behind the sign-in proxy.")
+
+
+if me is None:  # sign-in configured and nobody signed in: the sign-in page is the only page
+    st.navigation([st.Page(sign_in_page, title="Sign in", icon=":material/login:")], position="hidden").run()
     st.stop()
 
 pages = [

@@ -1,0 +1,195 @@
+"""Real OIDC sign-in in Chromium: Streamlit's st.login against a local OpenID provider
+(oidc-provider-mock on 127.0.0.1) with two users in different groups. User B must find no
+trace of user A's private knowledge base: not in the selector, not searched, not cited, its
+original not downloadable; signed out, only the sign-in page."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.browser.test_e2e import CHROMIUM, REPO, SHOTS, free_port
+
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium is not installed")
+SECRET = "The launch code of project Papaya is 4471."
+
+
+@pytest.fixture(scope="module")
+def oidc():
+    mock = pytest.importorskip("oidc_provider_mock")
+    with mock.run_server_in_thread(port=free_port()) as server:
+        base = f"http://localhost:{server.server_port}"
+        for sub, groups in (("alice@example.com", ["research"]), ("bob@example.com", ["sales"])):
+            req = urllib.request.Request(f"{base}/users/{sub}", method="PUT",
+                                         data=json.dumps({"email": sub, "groups": groups}).encode(),
+                                         headers={"Content-Type": "application/json"})
+            assert urllib.request.urlopen(req).status == 204
+        yield base
+
+
+@pytest.fixture(scope="module")
+def app(oidc, tmp_path_factory):
+    from rag_core.config import get_settings
+    from rag_core.workspace import Workspace
+
+    root = tmp_path_factory.mktemp("signin")
+    data = root / "data"
+    ws = Workspace(get_settings(data))
+    ws.create_kb("Alice private", acl_users=["alice@example.com"])
+    ws.create_kb("Company handbook")
+    (root / "papaya.md").write_text(f"# Papaya\n\n{SECRET}\n")
+    (root / "handbook.md").write_text("# Handbook\n\nThe office opens at 8 o'clock.\n")
+    ws.ingest("Alice private", [root / "papaya.md"])
+    ws.ingest("Company handbook", [root / "handbook.md"])
+    private = ws.appdb.list_documents(ws.get_kb("Alice private").kb_id)[0]
+    ws.close()
+
+    port = free_port()
+    secrets = root / "secrets.toml"
+    secrets.write_text(f"""[auth]
+redirect_uri = "http://localhost:{port}/oauth2callback"
+cookie_secret = "a-test-cookie-secret-of-enough-length"
+client_id = "groundwork"
+client_secret = "groundwork-secret"
+server_metadata_url = "{oidc}/.well-known/openid-configuration"
+""")
+    env = {**os.environ, "RAG_DATA_DIR": str(data), "PYTHONPATH": str(REPO)}
+    for k in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAG_USER", "RAG_GROUPS"):
+        env.pop(k, None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.port", str(port),
+         "--server.address", "localhost", "--server.headless", "true", "--browser.gatherUsageStats", "false",
+         "--secrets.files", str(secrets)],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://localhost:{port}"
+    for _ in range(120):
+        try:
+            urllib.request.urlopen(url + "/_stcore/health", timeout=1)
+            break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("streamlit did not start:\n" + proc.stdout.read().decode(errors="replace")[-2000:])
+    yield url, private
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                              args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-quic"])
+        yield b
+        b.close()
+
+
+def sign_in(browser, url: str, sub: str):
+    ctx = browser.new_context(viewport={"width": 1300, "height": 950})
+    page = ctx.new_page()
+    page.set_default_timeout(90_000)
+    page.goto(url)
+    page.get_by_role("button", name="Sign in").click()
+    # the provider's authorization form: the user to sign in as
+    page.locator("input[name=sub]").fill(sub)
+    page.locator("form button[type=submit], form input[type=submit]").first.click()
+    page.get_by_text("Chat with your documents").wait_for()
+    return ctx, page
+
+
+def ask(page, question: str):
+    box = page.get_by_placeholder("Ask a question about your documents")
+    box.fill(question)
+    box.press("Enter")
+    reply = page.locator("[data-testid=stChatMessage]").last
+    reply.locator("[data-testid=stCaptionContainer], [data-testid=stAlert]").first.wait_for()
+    return reply
+
+
+def selector_options(page) -> str:
+    """Everything the knowledge-base selector offers: the chosen chips and the other options."""
+    box = page.locator("[data-testid=stSidebar] [data-testid=stMultiSelect]")
+    chosen = box.inner_text()
+    box.click()
+    opts = [o.inner_text() for o in page.get_by_role("option").all()]
+    page.keyboard.press("Escape")
+    return chosen + "\n" + "\n".join(opts)
+
+
+def test_signed_out_sees_only_the_sign_in_page(app, browser):
+    url, _ = app
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    page.goto(url)
+    page.get_by_role("button", name="Sign in").wait_for()
+    assert page.get_by_text("Chat with your documents").count() == 0
+    assert page.get_by_role("link", name="Upload").count() == 0
+    page.screenshot(path=str(SHOTS / "7-sign-in.png"))
+    ctx.close()
+
+
+def test_two_users_see_only_what_they_may(app, browser):
+    url, private = app
+    # Alice: her private knowledge base is there, and answers from it
+    actx, alice = sign_in(browser, url, "alice@example.com")
+    alice.get_by_text("alice@example.com").first.wait_for()
+    offered = selector_options(alice)
+    assert "Alice private" in offered and "Company handbook" in offered
+    if "Alice private" not in alice.locator("[data-testid=stSidebar] [data-testid=stMultiSelect]").inner_text():
+        alice.locator("[data-testid=stSidebar] [data-testid=stMultiSelect]").click()
+        alice.get_by_role("option", name="Alice private").click()
+        alice.keyboard.press("Escape")
+    reply = ask(alice, "What is the launch code of project Papaya?")
+    reply.get_by_text("4471").first.wait_for()
+    alice.screenshot(path=str(SHOTS / "8-alice.png"))
+
+    # Bob: no trace of it anywhere
+    bctx, bob = sign_in(browser, url, "bob@example.com")
+    bob.get_by_text("bob@example.com").first.wait_for()
+    assert "Alice private" not in selector_options(bob)
+    assert "Company handbook" in selector_options(bob)
+    reply = ask(bob, "What is the launch code of project Papaya?")
+    assert "4471" not in reply.inner_text() and "papaya.md" not in reply.inner_text()
+    bob.get_by_role("link", name="Upload").click()
+    bob.get_by_text("Upload documents").wait_for()
+    bob.get_by_label("Knowledge base", exact=True).click()
+    assert "Alice private" not in [o.inner_text() for o in bob.get_by_role("option").all()]
+    bob.keyboard.press("Escape")
+    bob.get_by_role("link", name="Knowledge bases").click()
+    bob.get_by_text("Custom instructions").wait_for()
+    assert bob.get_by_text("Alice private").count() == 0
+    bob.get_by_role("link", name="Analytics").click()
+    bob.get_by_text("Feedback analytics").wait_for()
+    metric = bob.locator("[data-testid=stMetric]").filter(has_text="Answers")
+    metric.get_by_text("1", exact=True).wait_for()  # his own one answer, not Alice's
+    bob.screenshot(path=str(SHOTS / "9-bob.png"), full_page=True)
+
+    # a crafted request for the original: Streamlit serves files only through per-session
+    # media ids; there is no URL that names a document, so guess the obvious ones
+    for path in (f"/media/{private.doc_id}", f"/app/static/{private.doc_id}.md", f"/{private.stored_path}"):
+        try:
+            body = urllib.request.urlopen(url + path, timeout=5).read()
+        except OSError:
+            continue
+        assert SECRET.encode() not in body, path
+
+    # signing out ends the session: back to the sign-in page
+    bob.get_by_role("link", name="Chat").click()
+    bob.get_by_role("button", name="Sign out").click()
+    bob.wait_for_url("**/end_session**")  # the provider's logout; the app's cookie is already gone
+    bob.goto(url)
+    bob.get_by_role("button", name="Sign in").wait_for()
+    assert bob.get_by_text("Chat with your documents").count() == 0
+    actx.close()
+    bctx.close()
