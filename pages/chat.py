@@ -11,6 +11,7 @@ import html
 import streamlit as st
 
 from pages.common import caller, friendly_errors, selected_kbs, workspace
+from rag_core.errors import GroundworkError
 from rag_core.feedback import REASONS
 from rag_core.models import Answer, Citation
 from rag_core.render import answer_markdown, escape_md, marker_text, plain_answer, timing_markdown
@@ -24,12 +25,57 @@ if not kbs:
     st.info("Create a knowledge base and upload documents on the **Upload** page, then ask away.")
     st.stop()
 
+# ---- saved conversations: the current thread's messages, loaded once per switch ----------
+tid = st.session_state.get("thread_id")
+if st.session_state.get("loaded_thread", "none") != tid:
+    try:
+        loaded = ws.threads.messages(tid, me.user) if tid else []
+    except GroundworkError:  # deleted meanwhile, or not this user's
+        loaded, tid = [], None
+        st.session_state.thread_id = None
+    for m in loaded:
+        if m.get("query_id"):
+            m["rating"] = ws.feedback.rating_of(m["query_id"])
+    st.session_state.messages = loaded
+    st.session_state.loaded_thread = tid
 messages: list[dict] = st.session_state.setdefault("messages", [])
 
 
 def start_new_chat() -> None:
     st.session_state.messages = []
+    st.session_state.thread_id = st.session_state.loaded_thread = None
     st.session_state.pop("pending_question", None)
+
+
+def open_thread(thread_id: str) -> None:
+    st.session_state.thread_id = thread_id
+    st.session_state.pop("pending_question", None)
+
+
+with st.sidebar:
+    st.markdown("**Conversations**")
+    saved = ws.threads.list(me.user)
+    if not saved:
+        st.caption("Your conversations are saved here.")
+    for t in saved[:30]:
+        st.button(t.title, key=f"th_{t.thread_id}", on_click=open_thread, args=(t.thread_id,), width="stretch",
+                  type="primary" if t.thread_id == tid else "tertiary", icon=":material/chat:")
+    if tid:
+        with st.popover("This conversation", icon=":material/more_horiz:", width="stretch"):
+            current = next((t.title for t in saved if t.thread_id == tid), "")
+            name = st.text_input("Name", current, key=f"rename_{tid}", max_chars=120)
+            if st.button("Rename", key=f"do_rename_{tid}") and name.strip():
+                with friendly_errors("Renaming"):
+                    ws.threads.rename(tid, me.user, name)
+                    st.rerun()
+            st.download_button("Export as Markdown", data=lambda: ws.threads.markdown(tid, me.user),
+                               file_name=f"{current[:40] or 'conversation'}.md", mime="text/markdown",
+                               on_click="ignore", icon=":material/download:")
+            if st.button("Delete conversation", key=f"del_{tid}", icon=":material/delete:"):
+                with friendly_errors("Deleting"):
+                    ws.threads.delete(tid, me.user)
+                    start_new_chat()
+                    st.rerun()
 
 
 new_chat.button("New chat", icon=":material/add_comment:", on_click=start_new_chat,
@@ -106,17 +152,22 @@ def show_source(c: Citation) -> None:
 
 
 def regenerate() -> None:
-    """Ask the last question again in place of its answer."""
+    """Ask the last question again in place of its answer (in the saved thread too)."""
+    dropped = 0
     if messages and messages[-1]["role"] == "assistant":
         messages.pop()
+        dropped += 1
     if messages and messages[-1]["role"] == "user":
         st.session_state.pending_question = messages.pop()["content"]
+        dropped += 1
+    if tid and dropped:
+        ws.threads.drop_last(tid, me.user, dropped)
 
 
 def feedback_controls(m: dict) -> None:
     qid = m["query_id"]
     saved = m.get("rating")  # (rating, comment, reason): kept with the message, no query per rerun
-    fb = st.feedback("thumbs", key=f"fb_{qid}")
+    fb = st.feedback("thumbs", key=f"fb_{qid}", default={1: 1, -1: 0}.get(saved[0]) if saved else None)
     if fb is not None:
         rating = 1 if fb == 1 else -1
         if not saved or saved[0] != rating:
@@ -187,6 +238,9 @@ for i, m in enumerate(messages):
             render_answer(m, i, last=i == len(messages) - 1 and not question)
 
 if question:
+    if tid is None:  # the first question starts a saved conversation
+        tid = st.session_state.thread_id = st.session_state.loaded_thread = ws.threads.create(me.user)
+    ws.threads.add(tid, me.user, "user", question)
     messages.append({"role": "user", "content": question})
     with st.chat_message("user"):
         st.markdown(escape_md(question))
@@ -209,6 +263,7 @@ if question:
             placeholder.empty()
             answer = final["answer"]
             kb_ids = [ws.get_kb(n).kb_id for n in kbs]
-            qid = ws.feedback.log_answer(answer, kb_ids, me.user)
+            qid = ws.feedback.log_answer(answer, kb_ids, me.user, thread_id=tid)
+            ws.threads.add(tid, me.user, "assistant", answer.text, answer, qid)
             messages.append({"role": "assistant", "content": answer.text, "answer": answer, "query_id": qid})
             render_answer(messages[-1], len(messages) - 1, last=True)

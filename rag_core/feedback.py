@@ -52,18 +52,20 @@ class FeedbackLog:
         # Logs written by older versions get the newer columns as NULL ("not recorded"), not 0.
         _add_column(db, "queries", "answers_question REAL")  # before the reader model existed
         _add_column(db, "feedback", "reason TEXT")  # before thumbs-down reasons
+        _add_column(db, "queries", "thread_id TEXT")  # before saved conversations
 
-    def log_answer(self, answer: Answer, kb_ids: list[str], user: str | None = None) -> str:
+    def log_answer(self, answer: Answer, kb_ids: list[str], user: str | None = None,
+                   thread_id: str | None = None) -> str:
         qid = uuid.uuid4().hex
         with self.db.transaction() as c:
             c.execute(
                 "INSERT INTO queries (query_id, ts, user, kb_ids, question, answer, citations, claims, grounding, "
-                "confidence, abstained, mode, timings, answers_question) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "confidence, abstained, mode, timings, answers_question, thread_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     qid, time.time(), user, json.dumps(kb_ids), answer.question, answer.text,
                     json.dumps([x.to_dict() for x in answer.citations]), json.dumps([x.to_dict() for x in answer.claims]),
                     answer.grounding_score, answer.confidence, int(answer.abstained), answer.mode,
-                    json.dumps(answer.timings_ms), answer.answers_question,
+                    json.dumps(answer.timings_ms), answer.answers_question, thread_id,
                 ),
             )
         return qid
@@ -96,8 +98,8 @@ class FeedbackLog:
             "FROM queries q LEFT JOIN feedback f ON f.query_id = q.query_id ORDER BY q.ts"
         )
         cols = ["query_id", "ts", "user", "kb_ids", "question", "answer", "citations", "claims", "grounding",
-                "answers_question", "confidence", "abstained", "mode", "timings", "rating", "comment", "reason",
-                "rated_ts"]
+                "answers_question", "confidence", "abstained", "mode", "timings", "thread_id", "rating", "comment",
+                "reason", "rated_ts"]
         df = pd.DataFrame([dict(r) for r in rows], columns=cols)
         df["time"] = pd.to_datetime(df["ts"], unit="s")
         df["abstained"] = df["abstained"].astype(bool)

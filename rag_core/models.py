@@ -212,3 +212,12 @@ class Answer:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Answer:
+        """Back from `to_dict` (a saved conversation); unknown keys from other versions are ignored."""
+        known = {f for f in cls.__dataclass_fields__}
+        d = {k: v for k, v in d.items() if k in known}
+        d["citations"] = [Citation(**c) for c in d.get("citations", [])]
+        d["claims"] = [Claim(**c) for c in d.get("claims", [])]
+        return cls(**d)

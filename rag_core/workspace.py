@@ -83,6 +83,12 @@ class Workspace:
                 Path(doc.stored_path).unlink(missing_ok=True)
         self.appdb.delete_kb_row(kb.kb_id)
 
+    @cached_property
+    def threads(self):
+        from .threads import ThreadStore
+
+        return ThreadStore(self.db)
+
     # ---- background ingestion ----------------------------------------------------------
     @cached_property
     def jobs(self):

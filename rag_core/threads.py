@@ -1,0 +1,128 @@
+"""Conversations, saved per user in the app database: a thread list to resume after a
+reload or a sign-out, each message with its answer (citations, scores) and its query-log id
+(so the feedback given on it stays attached). A thread is only ever its owner's: every call
+takes the user and answers "not found" for anyone else's thread."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass
+
+from .db import Database
+from .errors import InputError, NotFound
+from .models import Answer
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS threads (
+    thread_id TEXT PRIMARY KEY,
+    user TEXT NOT NULL,
+    title TEXT NOT NULL,
+    created REAL NOT NULL,
+    updated REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS threads_user ON threads(user, updated);
+CREATE TABLE IF NOT EXISTS thread_messages (
+    thread_id TEXT NOT NULL REFERENCES threads(thread_id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    answer TEXT,
+    query_id TEXT,
+    PRIMARY KEY (thread_id, seq)
+);
+"""
+LOCAL = "local"  # the owner of threads when nobody signs in
+
+
+@dataclass
+class Thread:
+    thread_id: str
+    title: str
+    created: float
+    updated: float
+
+
+class ThreadStore:
+    def __init__(self, db: Database):
+        self.db = db
+        db.executescript(SCHEMA)
+
+    def _own(self, thread_id: str, user: str | None) -> None:
+        if not self.db.query_one("SELECT 1 FROM threads WHERE thread_id=? AND user=?", (thread_id, user or LOCAL)):
+            raise NotFound("no such conversation")
+
+    def create(self, user: str | None, title: str = "New chat") -> str:
+        tid = uuid.uuid4().hex
+        now = time.time()
+        with self.db.transaction() as c:
+            c.execute("INSERT INTO threads VALUES (?,?,?,?,?)", (tid, user or LOCAL, title[:120], now, now))
+        return tid
+
+    def list(self, user: str | None) -> list[Thread]:
+        return [Thread(r["thread_id"], r["title"], r["created"], r["updated"]) for r in self.db.query(
+            "SELECT * FROM threads WHERE user=? ORDER BY updated DESC", (user or LOCAL,))]
+
+    def rename(self, thread_id: str, user: str | None, title: str) -> None:
+        if not title.strip():
+            raise InputError("a conversation needs a name")
+        self._own(thread_id, user)
+        with self.db.transaction() as c:
+            c.execute("UPDATE threads SET title=? WHERE thread_id=?", (title.strip()[:120], thread_id))
+
+    def delete(self, thread_id: str, user: str | None) -> None:
+        self._own(thread_id, user)
+        with self.db.transaction() as c:
+            c.execute("DELETE FROM thread_messages WHERE thread_id=?", (thread_id,))
+            c.execute("DELETE FROM threads WHERE thread_id=?", (thread_id,))
+
+    def add(self, thread_id: str, user: str | None, role: str, content: str, answer: Answer | None = None,
+            query_id: str | None = None) -> None:
+        self._own(thread_id, user)
+        with self.db.transaction() as c:
+            seq = c.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM thread_messages WHERE thread_id=?",
+                            (thread_id,)).fetchone()[0]
+            c.execute("INSERT INTO thread_messages VALUES (?,?,?,?,?,?)",
+                      (thread_id, seq, role, content, json.dumps(answer.to_dict()) if answer else None, query_id))
+            # the first question names the thread
+            if seq == 0 and role == "user":
+                c.execute("UPDATE threads SET title=? WHERE thread_id=? AND title='New chat'",
+                          (" ".join(content.split())[:80], thread_id))
+            c.execute("UPDATE threads SET updated=? WHERE thread_id=?", (time.time(), thread_id))
+
+    def drop_last(self, thread_id: str, user: str | None, n: int = 1) -> None:
+        """Remove the last n messages (regenerate replaces the last question's answer)."""
+        self._own(thread_id, user)
+        with self.db.transaction() as c:
+            c.execute("DELETE FROM thread_messages WHERE thread_id=? AND seq IN (SELECT seq FROM thread_messages "
+                      "WHERE thread_id=? ORDER BY seq DESC LIMIT ?)", (thread_id, thread_id, n))
+
+    def messages(self, thread_id: str, user: str | None) -> list[dict]:
+        """In the chat page's shape: {"role", "content", "answer"?, "query_id"?}."""
+        self._own(thread_id, user)
+        out = []
+        for r in self.db.query("SELECT * FROM thread_messages WHERE thread_id=? ORDER BY seq", (thread_id,)):
+            m = {"role": r["role"], "content": r["content"]}
+            if r["answer"]:
+                m["answer"] = Answer.from_dict(json.loads(r["answer"]))
+                m["query_id"] = r["query_id"]
+            out.append(m)
+        return out
+
+    def markdown(self, thread_id: str, user: str | None) -> str:
+        """The conversation as Markdown, answers with their sources and scores."""
+        title = self.db.query_one("SELECT title FROM threads WHERE thread_id=?", (thread_id,))
+        lines = [f"# {title['title'] if title else 'Conversation'}", ""]
+        for m in self.messages(thread_id, user):
+            if m["role"] == "user":
+                lines += [f"**You:** {m['content']}", ""]
+                continue
+            a: Answer = m["answer"]
+            lines += [f"**Groundwork:** {a.text}", ""]
+            if not a.abstained:
+                lines.append(f"_Supported {a.grounding_score:.0%} · answers the question {a.answers_question:.0%} · "
+                             f"confidence {a.confidence:.0%}_")
+                lines += [f"- [{c.n}] {c.source}, page {c.page}" for c in a.citations]
+            lines.append("")
+        return "\n".join(lines)

@@ -1,0 +1,62 @@
+"""Saved conversations: per user, resumable with their answers, renamed, exported, deleted,
+and never readable by another user."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_core.config import get_settings
+from rag_core.errors import NotFound
+from rag_core.workspace import Workspace
+
+
+@pytest.fixture
+def ws(tmp_path):
+    w = Workspace(get_settings(tmp_path / "data"))
+    w.create_kb("Geo")
+    f = tmp_path / "volcanoes.md"
+    f.write_text("# Volcanoes\n\nIceland has about 130 volcanoes.\n")
+    w.ingest("Geo", [f])
+    yield w
+    w.close()
+
+
+def test_a_thread_round_trips_with_its_answers(ws):
+    tid = ws.threads.create("ann@example.com")
+    q = "How many volcanoes does Iceland have?"
+    ws.threads.add(tid, "ann@example.com", "user", q)
+    a = ws.ask(["Geo"], q)
+    qid = ws.feedback.log_answer(a, [ws.get_kb("Geo").kb_id], "ann@example.com", thread_id=tid)
+    ws.threads.add(tid, "ann@example.com", "assistant", a.text, a, qid)
+    [t] = ws.threads.list("ann@example.com")
+    assert t.title == q  # named by its first question
+    msgs = ws.threads.messages(tid, "ann@example.com")
+    assert [m["role"] for m in msgs] == ["user", "assistant"]
+    back = msgs[1]["answer"]
+    assert back.text == a.text and back.citations[0].source == "volcanoes.md" and back.grounding_score == a.grounding_score
+    assert msgs[1]["query_id"] == qid
+    assert ws.feedback.frame().loc[0, "thread_id"] == tid  # the query log records the thread
+    md = ws.threads.markdown(tid, "ann@example.com")
+    assert md.startswith(f"# {q}") and "**You:** " + q in md and "[1] volcanoes.md, page 1" in md
+
+    ws.threads.rename(tid, "ann@example.com", "Iceland")
+    assert ws.threads.list("ann@example.com")[0].title == "Iceland"
+    ws.threads.drop_last(tid, "ann@example.com", 1)
+    assert [m["role"] for m in ws.threads.messages(tid, "ann@example.com")] == ["user"]
+
+
+def test_threads_are_their_owners_only(ws):
+    tid = ws.threads.create("ann@example.com")
+    ws.threads.add(tid, "ann@example.com", "user", "secret plans")
+    assert ws.threads.list("bob@example.com") == []
+    for call in (lambda: ws.threads.messages(tid, "bob@example.com"),
+                 lambda: ws.threads.markdown(tid, "bob@example.com"),
+                 lambda: ws.threads.rename(tid, "bob@example.com", "mine now"),
+                 lambda: ws.threads.add(tid, "bob@example.com", "user", "hi"),
+                 lambda: ws.threads.delete(tid, "bob@example.com")):
+        with pytest.raises(NotFound):
+            call()
+    ws.threads.delete(tid, "ann@example.com")
+    assert ws.threads.list("ann@example.com") == []
+    with pytest.raises(NotFound):
+        ws.threads.messages(tid, "ann@example.com")
