@@ -47,3 +47,35 @@ def test_workspace_on_weaviate_and_migration(tmp_path, weaviate_server):
     finally:
         ws.store.client.collections.delete(ws.store.collection_name)
         ws.close()
+
+
+def test_access_edit_applies_at_once_on_weaviate(tmp_path, weaviate_server):
+    """The same rule on the Weaviate store: an edit of a knowledge base's access reaches the
+    chunks already in Weaviate on the next question (their ingest-time stamps are not used)."""
+    from dataclasses import replace
+
+    import pytest
+
+    from rag_core.access import Caller
+    from rag_core.errors import NotFound
+
+    ws = Workspace(get_settings(tmp_path / "data", store="weaviate", weaviate_url=weaviate_server.url,
+                                weaviate_grpc_port=weaviate_server.grpc_port))
+    try:
+        kb = ws.create_kb("hr", tenant="acme", acl_groups=["hr"])
+        (tmp_path / "salaries.txt").write_text("The salary review happens every March.")
+        ws.ingest("hr", [tmp_path / "salaries.txt"])
+        ann = Caller(user="ann", groups=frozenset({"hr"}), tenant="acme")
+        bob = Caller(user="bob", groups=frozenset({"sales"}), tenant="acme")
+        q = "When is the salary review?"
+        assert "March" in ws.ask(["hr"], q, caller=ann).text
+        with pytest.raises(NotFound):
+            ws.ask(["hr"], q, caller=bob)
+        ws.appdb.update_kb(replace(kb, acl_groups=["sales"]))  # bob in, ann out
+        assert "March" in ws.ask(["hr"], q, caller=bob).text
+        with pytest.raises(NotFound):
+            ws.ask(["hr"], q, caller=ann)
+        assert ws.search(["hr"], "salary review", k=5, caller=bob).results
+    finally:
+        ws.store.client.collections.delete(ws.store.collection_name)
+        ws.close()
