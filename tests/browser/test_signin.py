@@ -193,3 +193,48 @@ def test_two_users_see_only_what_they_may(app, browser):
     assert bob.get_by_text("Chat with your documents").count() == 0
     actx.close()
     bctx.close()
+
+
+def test_trusted_header_mode(tmp_path, browser):
+    """Behind an auth proxy (RAG_TRUSTED_HEADERS=true): the user and groups come from its
+    headers; a request without them gets no app at all."""
+    from rag_core.config import get_settings
+    from rag_core.workspace import Workspace
+
+    data = tmp_path / "data"
+    ws = Workspace(get_settings(data))
+    ws.create_kb("Research notes", acl_groups=["research"])
+    ws.create_kb("Sales notes", acl_groups=["sales"])
+    ws.close()
+    port = free_port()
+    env = {**os.environ, "RAG_DATA_DIR": str(data), "PYTHONPATH": str(REPO), "RAG_TRUSTED_HEADERS": "true"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(url + "/_stcore/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.5)
+        ctx = browser.new_context(extra_http_headers={"X-Forwarded-User": "carol", "X-Forwarded-Groups": "research"})
+        page = ctx.new_page()
+        page.set_default_timeout(90_000)
+        page.goto(url)
+        page.get_by_text("Chat with your documents").wait_for()
+        page.get_by_text("carol").first.wait_for()
+        offered = selector_options(page)
+        assert "Research notes" in offered and "Sales notes" not in offered
+        ctx.close()
+        anon = browser.new_context()
+        page = anon.new_page()
+        page.goto(url)
+        page.get_by_text("No identity came with this request").wait_for()
+        assert page.get_by_text("Chat with your documents").count() == 0
+        anon.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
