@@ -52,34 +52,41 @@ def open_thread(thread_id: str) -> None:
     st.session_state.pop("pending_question", None)
 
 
-with st.sidebar:
-    st.markdown("**Conversations**")
-    saved = ws.threads.list(me.user)
-    if not saved:
-        st.caption("Your conversations are saved here.")
-    for t in saved[:30]:
-        st.button(t.title, key=f"th_{t.thread_id}", on_click=open_thread, args=(t.thread_id,), width="stretch",
-                  type="primary" if t.thread_id == tid else "tertiary", icon=":material/chat:")
-    if tid:
-        with st.popover("This conversation", icon=":material/more_horiz:", width="stretch"):
-            current = next((t.title for t in saved if t.thread_id == tid), "")
-            name = st.text_input("Name", current, key=f"rename_{tid}", max_chars=120)
-            if st.button("Rename", key=f"do_rename_{tid}") and name.strip():
-                with friendly_errors("Renaming"):
-                    ws.threads.rename(tid, me.user, name)
-                    st.rerun()
-            st.download_button("Export as Markdown", data=lambda: ws.threads.markdown(tid, me.user),
-                               file_name=f"{current[:40] or 'conversation'}.md", mime="text/markdown",
-                               on_click="ignore", icon=":material/download:")
-            if st.button("Delete conversation", key=f"del_{tid}", icon=":material/delete:"):
-                with friendly_errors("Deleting"):
-                    ws.threads.delete(tid, me.user)
-                    start_new_chat()
-                    st.rerun()
+# The conversation list is drawn last, into this slot, so a thread started by this run's
+# question is already in it.
+conversations_slot = st.sidebar.container()
+
+
+def conversations() -> None:
+    tid = st.session_state.get("thread_id")
+    with conversations_slot:
+        st.markdown("**Conversations**")
+        saved = ws.threads.list(me.user)
+        if not saved:
+            st.caption("Your conversations are saved here.")
+        for t in saved[:30]:
+            st.button(t.title, key=f"th_{t.thread_id}", on_click=open_thread, args=(t.thread_id,), width="stretch",
+                      type="primary" if t.thread_id == tid else "tertiary", icon=":material/chat:")
+        if tid:
+            with st.popover("This conversation", icon=":material/more_horiz:", width="stretch"):
+                current = next((t.title for t in saved if t.thread_id == tid), "")
+                name = st.text_input("Name", current, key=f"rename_{tid}", max_chars=120)
+                if st.button("Rename", key=f"do_rename_{tid}") and name.strip():
+                    with friendly_errors("Renaming"):
+                        ws.threads.rename(tid, me.user, name)
+                        st.rerun()
+                st.download_button("Export as Markdown", data=lambda: ws.threads.markdown(tid, me.user),
+                                   file_name=f"{current[:40] or 'conversation'}.md", mime="text/markdown",
+                                   on_click="ignore", icon=":material/download:")
+                if st.button("Delete conversation", key=f"del_{tid}", icon=":material/delete:"):
+                    with friendly_errors("Deleting"):
+                        ws.threads.delete(tid, me.user)
+                        start_new_chat()
+                        st.rerun()
 
 
 new_chat.button("New chat", icon=":material/add_comment:", on_click=start_new_chat,
-                help="Start over: the conversation so far is cleared (answers stay in the analytics log).")
+                help="Start a new conversation (this one stays in the list on the left).")
 
 # ---- scope: the selected knowledge bases, optionally only some of their documents ------
 docs = {d.doc_id: (d.source, kb) for kb in kbs for d in ws.appdb.list_documents(ws.get_kb(kb).kb_id)}
@@ -267,3 +274,5 @@ if question:
             ws.threads.add(tid, me.user, "assistant", answer.text, answer, qid)
             messages.append({"role": "assistant", "content": answer.text, "answer": answer, "query_id": qid})
             render_answer(messages[-1], len(messages) - 1, last=True)
+
+conversations()

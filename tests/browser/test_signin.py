@@ -161,6 +161,9 @@ def test_two_users_see_only_what_they_may(app, browser):
     assert "Company handbook" in selector_options(bob)
     reply = ask(bob, "What is the launch code of project Papaya?")
     assert "4471" not in reply.inner_text() and "papaya.md" not in reply.inner_text()
+    # conversations: only his own (Alice asked the same question; her thread is not listed)
+    sidebar = bob.locator("[data-testid=stSidebar]")
+    assert sidebar.get_by_role("button", name="What is the launch code of project Papaya?").count() == 1
     bob.get_by_role("link", name="Upload").click()
     bob.get_by_text("Upload documents").wait_for()
     bob.get_by_label("Knowledge base", exact=True).click()
