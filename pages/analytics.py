@@ -108,8 +108,8 @@ if not lat.empty:
     rule = alt.Chart(pd.DataFrame({"ms": [target]})).mark_rule(color="red", strokeDash=[6, 4]).encode(x="ms:Q")
     label = alt.Chart(pd.DataFrame({"ms": [target], "text": [f"target {target:.0f} ms"]})).mark_text(
         color="red", align="left", dx=4, dy=-6, baseline="bottom").encode(x="ms:Q", text="text:N", y=alt.value(0))
-    st.altair_chart((bars + rule + label).properties(title=f"p50 and p95 per stage; the red line is the "
-                                                           f"whole-answer target (RAG_LATENCY_TARGET_MS)"),
+    st.altair_chart((bars + rule + label).properties(title="p50 and p95 per stage; the red line is the "
+                                                           "whole-answer target (RAG_LATENCY_TARGET_MS)"),
                     width="stretch")
     total = lat[lat["stage"] == "total"]
     if not total.empty:

@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..models import Chunk, RetrievalSettings, ScoredChunk, SearchFilters
+from ..models import RetrievalSettings, ScoredChunk, SearchFilters
 from .mmr import mmr_select
 from .query import ParsedQuery, parse
 from .search import candidate_search

@@ -9,12 +9,12 @@ Screenshots of every page go to test-output/screenshots/.
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -35,20 +35,23 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    data = tmp_path_factory.mktemp("e2e") / "data"
-    port = free_port()
-    env = {**os.environ, "RAG_DATA_DIR": str(data), "PYTHONPATH": str(REPO)}
-    env.pop("OPENAI_API_KEY", None)
-    env.pop("OPENAI_BASE_URL", None)
+@contextmanager
+def streamlit_app(data: Path, host: str = "127.0.0.1", env: dict | None = None, args: tuple = (),
+                  port: int | None = None):
+    """`streamlit run streamlit_app.py` (on `port`, else a free one) with its own data folder,
+    no LLM; yields (url, seconds to healthy) and stops it afterwards."""
+    port = port or free_port()
+    full_env = {**os.environ, "RAG_DATA_DIR": str(data), "PYTHONPATH": str(REPO), **(env or {})}
+    for k in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAG_USER", "RAG_GROUPS"):
+        full_env.pop(k, None)
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+         "--server.address", host, "--server.headless", "true", "--browser.gatherUsageStats", "false",
+         *args],
+        cwd=REPO, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://{host}:{port}"
     for _ in range(120):
         try:
             urllib.request.urlopen(url + "/_stcore/health", timeout=1)
@@ -58,9 +61,18 @@ def server(tmp_path_factory):
     else:
         proc.kill()
         pytest.fail("streamlit did not start:\n" + proc.stdout.read().decode(errors="replace")[-2000:])
-    yield url, time.perf_counter() - t0, data
-    proc.terminate()
-    proc.wait(timeout=20)
+    try:
+        yield url, time.perf_counter() - t0
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    data = tmp_path_factory.mktemp("e2e") / "data"
+    with streamlit_app(data) as (url, started_s):
+        yield url, started_s, data
 
 
 @pytest.fixture(scope="module")

@@ -6,16 +6,12 @@ original not downloadable; signed out, only the sign-in page."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.browser.test_e2e import CHROMIUM, REPO, SHOTS, free_port
+from tests.browser.test_e2e import CHROMIUM, SHOTS, free_port, streamlit_app
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium is not installed")
 SECRET = "The launch code of project Papaya is 4471."
@@ -60,27 +56,8 @@ client_id = "groundwork"
 client_secret = "groundwork-secret"
 server_metadata_url = "{oidc}/.well-known/openid-configuration"
 """)
-    env = {**os.environ, "RAG_DATA_DIR": str(data), "PYTHONPATH": str(REPO)}
-    for k in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAG_USER", "RAG_GROUPS"):
-        env.pop(k, None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.port", str(port),
-         "--server.address", "localhost", "--server.headless", "true", "--browser.gatherUsageStats", "false",
-         "--secrets.files", str(secrets)],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    url = f"http://localhost:{port}"
-    for _ in range(120):
-        try:
-            urllib.request.urlopen(url + "/_stcore/health", timeout=1)
-            break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not start:\n" + proc.stdout.read().decode(errors="replace")[-2000:])
-    yield url, private
-    proc.terminate()
-    proc.wait(timeout=20)
+    with streamlit_app(data, host="localhost", args=("--secrets.files", str(secrets)), port=port) as (url, _):
+        yield url, private
 
 
 @pytest.fixture(scope="module")
@@ -209,20 +186,7 @@ def test_trusted_header_mode(tmp_path, browser):
     ws.create_kb("Research notes", acl_groups=["research"])
     ws.create_kb("Sales notes", acl_groups=["sales"])
     ws.close()
-    port = free_port()
-    env = {**os.environ, "RAG_DATA_DIR": str(data), "PYTHONPATH": str(REPO), "RAG_TRUSTED_HEADERS": "true"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(120):
-            try:
-                urllib.request.urlopen(url + "/_stcore/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.5)
+    with streamlit_app(data, env={"RAG_TRUSTED_HEADERS": "true"}) as (url, _):
         ctx = browser.new_context(extra_http_headers={"X-Forwarded-User": "carol", "X-Forwarded-Groups": "research"})
         page = ctx.new_page()
         page.set_default_timeout(90_000)
@@ -238,6 +202,3 @@ def test_trusted_header_mode(tmp_path, browser):
         page.get_by_text("No identity came with this request").wait_for()
         assert page.get_by_text("Chat with your documents").count() == 0
         anon.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
