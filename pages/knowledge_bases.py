@@ -30,7 +30,7 @@ names = kb_names()
 if not names:
     st.stop()
 kb = ws.resolve_kbs([st.selectbox("Knowledge base", names, key="settings_kb")], me)[0]
-# Who may change who sees it: admins, and the users named on it (its owners).
+# Who may change it (settings, access, deletion): admins, and the users named on it (its owners).
 may_share = me.admin or (me.user is not None and me.user in kb.acl_users)
 docs, chunks = ws.appdb.counts(kb.kb_id)
 st.caption(f"{docs} document(s) · {chunks} chunk(s) · id `{kb.kb_id}`")
@@ -74,7 +74,9 @@ with st.form(f"edit_{kb.kb_id}"):
     users = st.text_input("Users (comma separated)", ", ".join(kb.acl_users), disabled=not may_share,
                           help="Empty users and groups = everyone.")
     groups = st.text_input("Groups (comma separated)", ", ".join(kb.acl_groups), disabled=not may_share)
-    if st.form_submit_button("Save", type="primary"):
+    if not may_share:
+        st.caption("Only admins and the users named on this knowledge base can change it.")
+    if st.form_submit_button("Save", type="primary", disabled=not may_share):
         with friendly_errors("Saving"):
             updated = replace(
                 kb, name=new_name, description=description, instructions=instructions, grounded_only=grounded,
@@ -93,8 +95,8 @@ with st.expander("Preview: how the instructions are assembled"):
 
 with st.expander("Delete this knowledge base"):
     st.warning(f"This removes {kb.name} and its {docs} document(s) for good.")
-    sure = st.checkbox(f"Yes, delete {kb.name}", key=f"sure_{kb.kb_id}")
-    if st.button("Delete knowledge base", disabled=not sure, type="primary"):
+    sure = st.checkbox(f"Yes, delete {kb.name}", key=f"sure_{kb.kb_id}", disabled=not may_share)
+    if st.button("Delete knowledge base", disabled=not (sure and may_share), type="primary"):
         with friendly_errors("Deleting"):
             ws.delete_kb(kb.kb_id)
             st.session_state.pop("settings_kb", None)

@@ -246,3 +246,20 @@ def test_conversations_are_saved_and_resumed_in_a_new_session(data_dir, tmp_path
     [t] = ws.threads.list(None)
     assert len(ws.threads.messages(t.thread_id, None)) == 4
     ws.close()
+
+
+def test_only_owners_and_admins_change_a_knowledge_base(data_dir, monkeypatch):
+    ws = Workspace(get_settings(data_dir))
+    ws.create_kb("Open")  # everyone sees it
+    ws.create_kb("Anns", acl_users=["ann"])
+    ws.create_kb("Hidden", acl_users=["zed"])
+    ws.close()
+    monkeypatch.setenv("RAG_USER", "ann")  # an identity: the policy applies to her
+    at = app().run()
+    at.switch_page("pages/knowledge_bases.py").run()
+    assert not at.exception
+    assert sorted(at.selectbox(key="settings_kb").options) == ["Anns", "Open"]  # not "Hidden"
+    at.selectbox(key="settings_kb").set_value("Open").run()
+    assert next(b for b in at.button if b.label == "Save").disabled  # "Open" is not hers to change
+    at.selectbox(key="settings_kb").set_value("Anns").run()
+    assert not next(b for b in at.button if b.label == "Save").disabled
