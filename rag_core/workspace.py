@@ -199,7 +199,10 @@ class Workspace:
     # ---- search ----------------------------------------------------------------------
     @cached_property
     def reranker(self):
-        return make_reranker(self.settings, self.store)
+        # RAG_RERANKER=llm scores with the configured chat model (it was never passed before,
+        # so every retrieval failed with "needs an LLM").
+        chat = self.chat_model if self.settings.reranker == "llm" else None
+        return make_reranker(self.settings, self.store, chat)
 
     @cached_property
     def retrieval(self) -> RetrievalPipeline:

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 from pathlib import Path
@@ -25,6 +26,8 @@ import numpy as np
 from ..errors import MissingDependency
 from ..models import ScoredChunk
 from ..stores.analyzer import analyze, term_weights
+
+log = logging.getLogger(__name__)
 
 
 class Reranker(Protocol):
@@ -190,7 +193,13 @@ class LLMReranker:
         prompts = [
             LLM_RERANK_PROMPT.format(question=query, passage=c.chunk.text[: self.max_chars]) for c in candidates
         ]
-        replies = self.chat.batch(prompts)
+        try:
+            replies = self.chat.batch(prompts)
+        except Exception as exc:  # noqa: BLE001 - the LLM is down: the offline ranking stands, and says so
+            log.warning("LLM reranker failed (%s); keeping the offline ranking", type(exc).__name__)
+            for c in candidates:
+                c.scores["llm_error"] = 1.0
+            return candidates
         for c, reply in zip(candidates, replies):
             text = getattr(reply, "content", reply)
             m = _NUMBER.search(str(text))

@@ -90,3 +90,33 @@ def test_reader_reranker_puts_the_passage_that_addresses_the_query_first():
     out = ReaderReranker(get_reader(), FeatureReranker()).rerank(q, cands)
     assert out[0].chunk.chunk_id == "lin" and out[-1].chunk.chunk_id == "other"
     assert all("reader" in c.scores and 0 < c.score < 1 for c in out)
+
+
+def test_rag_reranker_llm_works_through_the_workspace(tmp_path):
+    """RAG_RERANKER=llm: the workspace hands its chat model to the reranker (it used to fail
+    every retrieval). The chat model is LangChain's fake (no paid API here): it rates the
+    candidates in the order the offline reranker gives them; a failing model falls back."""
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    from rag_core.config import get_settings
+    from rag_core.workspace import Workspace
+
+    ws = Workspace(get_settings(tmp_path / "data", reranker="llm"))
+    ws.create_kb("Zoo")
+    (tmp_path / "a.md").write_text("# Otters\n\nOtters hold hands while they sleep.\n")
+    (tmp_path / "b.md").write_text("# Owls\n\nOwls sleep during the day.\n")
+    ws.ingest("Zoo", [tmp_path / "a.md", tmp_path / "b.md"])
+    ws.__dict__["chat_model"] = FakeListChatModel(responses=["1", "10"])  # second candidate rated best
+    res = ws.search(["Zoo"], "how do animals sleep", k=2).results
+    assert len(res) == 2 and res[0].scores["llm"] == 1.0 and res[1].scores["llm"] == 0.1
+
+    class Down(FakeListChatModel):
+        def batch(self, *a, **k):
+            raise ConnectionError("endpoint unreachable")
+
+    ws.__dict__.pop("reranker")
+    ws.__dict__.pop("retrieval")
+    ws.__dict__["chat_model"] = Down(responses=["x"])
+    res = ws.search(["Zoo"], "how do animals sleep", k=2).results
+    assert len(res) == 2 and all(r.scores.get("llm_error") == 1.0 for r in res)  # offline ranking, flagged
+    ws.close()
