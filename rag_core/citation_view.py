@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import InputError
+from .ingest.loaders.pdf import MIN_CHARS_PER_PAGE
 
 _WORD = re.compile(r"\w+")
 # PDFium is not thread-safe (its docs and pypdfium2's say so) and Streamlit serves every
@@ -157,7 +158,7 @@ def render_pdf_page(path: Path, page: int, passage: str, scale: float = 1.6, ocr
             img = pg.render(scale=scale, rotation=0).to_pil().convert("RGBA")
             textpage = pg.get_textpage()
             text = _page_text(raw, textpage.raw)
-            has_text = len("".join(text.split())) >= 10  # the loader's threshold for "has text"
+            has_text = len("".join(text.split())) >= MIN_CHARS_PER_PAGE  # as the loader decides it
             boxes = []
             if has_text:
                 ranges, matched = align(text, passage)
@@ -217,16 +218,6 @@ def _ocr_boxes(lines, passage: str, factor: float) -> tuple[list[tuple[int, int,
     return boxes, matched
 
 
-def pdf_page_count(path: Path) -> int:
-    pdfium, _ = _import_pdfium()
-    with _PDFIUM:
-        pdf = pdfium.PdfDocument(str(path))
-        try:
-            return len(pdf)
-        finally:
-            pdf.close()
-
-
 def page_shares(path: Path, first: int, last: int, passage: str) -> dict[int, float]:
     """For each page of first..last, the share of the passage's words found on it (a passage
     that starts at the foot of page 3 has part of its words on page 4)."""
@@ -250,8 +241,12 @@ def best_page(path: Path, first: int, last: int, passage: str) -> int:
     """The page of first..last that holds most of the passage."""
     if last <= first:
         return first
-    shares = page_shares(path, first, last, passage)
-    return max(shares, key=lambda n: (shares[n], -n)) if shares else first
+    return best_of(page_shares(path, first, last, passage), first)
+
+
+def best_of(shares: dict[int, float], default: int) -> int:
+    """The page holding the largest share of the passage; the earlier page on a tie."""
+    return max(shares, key=lambda n: (shares[n], -n)) if shares else default
 
 
 class PageCache:

@@ -106,16 +106,18 @@ class Workspace:
         """Queue uploaded files for the background worker; returns the job id at once."""
         kb = self.get_kb(kb_name)
         job_id = self.jobs.submit(kb.kb_id, files, user)
-        self.job_runner.start()
-        self.job_runner.wake()
+        self._wake_worker()
         return job_id
 
     def retry_with_password(self, job_id: str, name: str, password: str, user: str | None = None) -> str:
         """Open an encrypted PDF that an upload could not read: a new job, password in memory only."""
         new_id = self.jobs.retry_locked(job_id, name, password, user)
+        self._wake_worker()
+        return new_id
+
+    def _wake_worker(self) -> None:
         self.job_runner.start()
         self.job_runner.wake()
-        return new_id
 
     def indexing_progress(self, kb_names: list[str]) -> float | None:
         """Share of the selected knowledge bases' chunks that have their vectors, while some

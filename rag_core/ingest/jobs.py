@@ -186,10 +186,10 @@ class JobQueue:
         return self.get(r[0])
 
     def set_progress(self, job_id: str, **progress) -> None:
-        job = self.get(job_id)
         with self.db.transaction() as c:
+            r = c.execute("SELECT progress FROM ingest_jobs WHERE job_id=?", (job_id,)).fetchone()
             c.execute("UPDATE ingest_jobs SET progress=? WHERE job_id=?",
-                      (json.dumps({**job.progress, **progress}), job_id))
+                      (json.dumps({**json.loads(r[0]), **progress}), job_id))
 
     def add_report(self, job_id: str, report: FileReport) -> None:
         with self.db.transaction() as c:

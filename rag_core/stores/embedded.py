@@ -222,12 +222,14 @@ class EmbeddedStore:
             return 0
         vectors = self._check_vectors(vectors, len(chunk_ids))
         with self.db.transaction() as c:
-            done = []
-            for cid, vec in zip(chunk_ids, vectors):
-                row = c.execute("SELECT id FROM chunks WHERE chunk_id=?", (cid,)).fetchone()
-                if row:
-                    c.execute("UPDATE chunks SET vector=? WHERE id=?", (vec.tobytes(), row[0]))
-                    done.append(row[0])
+            row_of: dict[str, int] = {}
+            for start in range(0, len(chunk_ids), 500):
+                part = chunk_ids[start : start + 500]
+                row_of.update((cid, rid) for rid, cid in c.execute(
+                    f"SELECT id, chunk_id FROM chunks WHERE chunk_id IN ({','.join('?' * len(part))})", part))
+            updates = [(vec.tobytes(), row_of[cid]) for cid, vec in zip(chunk_ids, vectors) if cid in row_of]
+            c.executemany("UPDATE chunks SET vector=? WHERE id=?", updates)
+            done = [rid for _, rid in updates]
             c.executemany("INSERT INTO vector_updates(row_id) VALUES (?)", [(r,) for r in done])
             self._bump(c)
         self._sync()

@@ -27,7 +27,6 @@ log = logging.getLogger(__name__)
 
 _FORMATS = (pdf, docx, slides, spreadsheet, epub, html, text, delimited, jsonl)
 _BY_EXT = {ext: fmt for fmt in _FORMATS for ext in fmt.EXTENSIONS}
-MIME = {ext: mime for fmt in _FORMATS for ext, mime in fmt.EXTENSIONS.items()}
 SUPPORTED_EXTENSIONS: frozenset[str] = frozenset(_BY_EXT)
 
 

@@ -30,7 +30,7 @@ def load(path: Path, source: str, opts: LoadOptions) -> list[LoadedDocument]:
 
 # Average visible characters per page below which a PDF with images is treated as a scan:
 # scans often carry a stray text object ("Background", a page number) and nothing else.
-_MIN_CHARS_PER_PAGE = 10
+MIN_CHARS_PER_PAGE = 10
 # Ligatures would hide "filled" from a keyword search for it; soft hyphens and NULs are noise.
 _LIGATURES = str.maketrans(
     {"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st", "\u00ad": None, "\x00": None}
@@ -84,11 +84,11 @@ def _load_pdf(path: Path, source: str, *, max_pages: int, password: str | None, 
     if len(failed) == page_count:
         raise LoadError("could not extract text from any page (the PDF is damaged)")
     ocr_pages: list[int] = []
-    blank = [i for i, p in enumerate(pages) if len("".join(p.split())) < _MIN_CHARS_PER_PAGE]
+    blank = [i for i, p in enumerate(pages) if len("".join(p.split())) < MIN_CHARS_PER_PAGE]
     if ocr and blank:  # scans, and text drawn as outlines: OCR reads both
         ocr_pages = _ocr_pages(path, password, blank, pages, on_progress)
     visible = sum(len("".join(p.split())) for p in pages)
-    if visible < _MIN_CHARS_PER_PAGE * page_count:
+    if visible < MIN_CHARS_PER_PAGE * page_count:
         has_images = _pdf_has_images(reader)
         if visible == 0 or has_images:
             if ocr:
@@ -130,7 +130,7 @@ def _ocr_pages(path: Path, password: str | None, blank: list[int], pages: list[s
             except MissingDependency:
                 log.warning("OCR is not available; image-only pages are skipped", exc_info=True)
                 return done
-            if len("".join(text.split())) >= _MIN_CHARS_PER_PAGE:
+            if len("".join(text.split())) >= MIN_CHARS_PER_PAGE:
                 pages[i] = text
                 done.append(i + 1)
             if on_progress:
