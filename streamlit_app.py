@@ -3,6 +3,7 @@
 import streamlit as st
 
 from pages.common import auth_mode, identity, kb_names, remember_kbs, selected_kbs, workspace
+from rag_core.render import escape_md
 
 st.set_page_config(page_title="Groundwork", page_icon=":material/menu_book:", layout="wide")
 
@@ -41,7 +42,9 @@ with st.sidebar:
                        help="Answers come only from the knowledge bases selected here.")
     else:
         st.caption("No knowledge bases yet — create one on the Upload page.")
-    mode = f"LLM · {ws.settings.llm_model}" if ws.settings.llm_configured else "Extractive · offline"
+    # Which model answers: the local GGUF file, the endpoint's model, or none (offline sentences).
+    mode = (f"LLM · {escape_md(ws.settings.llm_label)}" if ws.settings.llm_configured
+            else "Extractive · offline (no LLM configured)")
     store = "Weaviate" if ws.settings.store.startswith("weaviate") else "Embedded"
     who = me.user or "local (no sign-in)"
     st.caption(f"**Mode:** {mode}  \n**Store:** {store}  \n**User:** {who}" + (" · admin" if me.admin and me.user else ""))

@@ -38,7 +38,7 @@ from rag_core.config import get_settings  # noqa: E402
 from rag_core.evaluation import percentile  # noqa: E402
 from rag_core.generation.extractive import load_selection_weights  # noqa: E402
 from rag_core.grounding.verify import Verifier, judged_score  # noqa: E402
-from rag_core.ingest.chunker import split_sentences  # noqa: E402
+from rag_core.text.sentences import split_sentences  # noqa: E402
 from rag_core.reader import get_reader  # noqa: E402
 from rag_core.workspace import Workspace  # noqa: E402
 

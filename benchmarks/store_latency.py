@@ -28,7 +28,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rag_core.db import Database  # noqa: E402
 from rag_core.models import Chunk, SearchFilters  # noqa: E402
-from rag_core.stores.analyzer import analyze  # noqa: E402
+from rag_core.text.analysis import analyze  # noqa: E402
 from rag_core.stores.embedded import EmbeddedStore  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"

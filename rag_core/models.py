@@ -209,6 +209,7 @@ class Answer:
     models: dict[str, str] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
     standalone_question: str = ""
+    revised: int = 0  # times corrective retrieval rewrote the answer (shown with the answer)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

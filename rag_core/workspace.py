@@ -20,7 +20,8 @@ from .models import Chunk, Citation, Document, KnowledgeBase, SearchFilters
 from .generation.llm import make_chat_model
 from .retrieval.factory import make_reranker
 from .retrieval.pipeline import RetrievalPipeline, Retrieved
-from .stores.analyzer import analyze
+from .retrieval.settings import merged_settings
+from .text.analysis import analyze
 from .stores import make_store
 
 
@@ -249,7 +250,7 @@ class Workspace:
 
         kbs = self.resolve_kbs(kb_names, caller)
         return GroundworkRetriever(
-            pipeline=self.retrieval, filters=self.filters_for(kbs, user, groups, caller), settings=replace(kbs[0].retrieval)
+            pipeline=self.retrieval, filters=self.filters_for(kbs, user, groups, caller), settings=merged_settings(kbs)
         )
 
     def search(
@@ -265,9 +266,9 @@ class Workspace:
         groups: list[str] | None = None,
         caller: Caller | None = None,
     ) -> Retrieved:
-        """Retrieval with the first selected knowledge base's settings (overridable here)."""
+        """Retrieval with the selected knowledge bases' merged settings (retrieval/settings.py; overridable here)."""
         kbs = self.resolve_kbs(kb_names, caller)
-        rs = replace(kbs[0].retrieval)
+        rs = merged_settings(kbs)
         if alpha is not None:
             rs.alpha = alpha
         if fusion is not None:
@@ -282,8 +283,10 @@ class Workspace:
     @cached_property
     def answers(self):
         from .generation.chain import AnswerEngine
+        from .generation.tracing import make_callbacks
 
-        return AnswerEngine(self.retrieval, self.embedder, self.store, self.settings, chat=self.chat_model)
+        return AnswerEngine(self.retrieval, self.embedder, self.store, self.settings, chat=self.chat_model,
+                            callbacks=make_callbacks(self.settings.trace))
 
     def answer_request(self, kb_names: list[str], question: str, history=None, user=None, groups=None,
                        doc_ids: list[str] | None = None, caller: Caller | None = None):

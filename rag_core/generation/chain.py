@@ -1,35 +1,62 @@
-"""The answer chain (LCEL): condense → retrieve → sufficiency → generate → verify →
-(corrective retrieval) → Answer.
+"""The answer pipeline: one LCEL chain, used unchanged by the chat page, `ask` and the
+benchmarks.
 
-Each step is a plain function over a state dict, composed with LangChain runnables, so the
-chain invokes, batches and traces like any LCEL chain; `stream()` runs the same steps and
-yields the answer text as it is produced, then the verified Answer (citations, scores).
+    AnswerRequest ─ condense ─▶ Turn ─ retrieve ─▶ Context ─ gate ─▶ Context ─ respond ─▶ AnswerEvent…
+
+- **condense**: a follow-up becomes a standalone question (the LLM rewrites it; offline,
+  generation/condense.py replaces the pronoun with the earlier question's topic).
+- **retrieve**: the `GroundworkRetriever` (a LangChain `BaseRetriever`) with the selected
+  knowledge bases' merged settings and the caller's filters; LLM paraphrases and HyDE, when
+  switched on, are fused in.
+- **gate**: the reader model reads the passages; abstain unless a sentence answers.
+- **respond** (a generator): in LLM mode `prompt | chat model | parser` streams tokens; offline
+  the extractive answerer's sentences stream. Then "checking the sources…", the `verify`
+  runnable (claims, grounding, answers-the-question), corrective retrieval when confidence
+  is low (announced, and the rewritten answer streamed in place of the first: never a silent
+  swap), grounded-only filtering, citations, and finally the verified `Answer`.
+
+Every step is a runnable taking and returning typed values, so the chain invokes, streams
+and traces like any LCEL chain (callbacks see "condense", "GroundworkRetriever", "gate",
+"generate", "verify", …). `chain.invoke(req)` returns the events summed into one, whose
+`.answer` is the final Answer; `chain.stream(req)` yields them one by one.
+
+An LLM failure (timeout, connection, HTTP error) at any step is survived: the step falls
+back (keeps the question, skips the optional search, answers offline, keeps the answer it
+has) and the answer says so (`models["llm_error"]`, a "notice" event while streaming).
 """
 
 from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
-from typing import Any, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterator, Literal
 
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages.utils import trim_messages
 from langchain_core.output_parsers import StrOutputParser
-from langchain_core.runnables import RunnableLambda
+from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+from langchain_core.runnables import RunnableConfig, RunnableGenerator, RunnableLambda
 
 from ..config import Settings
 from ..grounding.citations import attach_markers, resolve
 from ..grounding.verify import Verifier, answer_sentences, answers_question, confidence, grounding_score, plain
-from ..models import Answer, KnowledgeBase, ScoredChunk, SearchFilters
+from ..models import Answer, Claim, KnowledgeBase, RetrievalSettings, ScoredChunk, SearchFilters
 from ..reader import get_reader
-from ..retrieval.fusion import RRF_K
 from ..retrieval.query import key_terms
+from ..retrieval.retriever import GroundworkRetriever, from_lc_document
+from ..retrieval.settings import merged_settings
+from ..text.fusion import RRF_K
+from ..text.tokens import count_tokens
+from .condense import condense as condense_offline
+from .extractive import Evidence as Reading
 from .extractive import ExtractiveAnswerer
 from .prompts import CONDENSE_PROMPT, HYDE_PROMPT, RELEVANCE_TASK, VERIFY_PROMPT, neutralise, system_prompt, user_message
 
 ABSTAIN_TEXT = "I don't have information about that in the selected knowledge bases."
-_DEPENDENT = re.compile(r"\b(it|its|they|them|their|this|that|these|those|he|she|him|her|his|hers|there)\b", re.I)
 MAX_CRAG_ROUNDS = 2
+CHECKING = "Checking the answer against the sources…"
+_MARKER = re.compile(r"\s*\[\d{1,3}\]")
 
 
 @dataclass
@@ -40,12 +67,63 @@ class AnswerRequest:
     history: list[tuple[str, str]] = field(default_factory=list)  # (role "user"/"assistant", text)
 
 
+@dataclass(frozen=True)
+class Turn:
+    """condense → retrieve: the request, its standalone form, and what the run knows so far."""
+
+    req: AnswerRequest
+    standalone: str
+    settings: RetrievalSettings  # the selected knowledge bases' merged settings
+    t0: float
+    timings: dict[str, float] = field(default_factory=dict)
+    models: dict[str, str] = field(default_factory=dict)  # ids of the models used; "llm_error" when it failed
+
+
+@dataclass(frozen=True)
+class Context:
+    """retrieve → gate → respond: the passages and the reader's verdict on them."""
+
+    turn: Turn
+    sources: list[ScoredChunk]
+    lookup_source: str | None = None
+    best: float = 0.0  # best passage's reranker (or fused) score
+    reading: Reading | None = None
+    abstain: str | None = None  # why the chain will not answer
+
+
+@dataclass
+class AnswerEvent:
+    """What the chain streams. kind: "token" (answer text), "status" (a step in progress),
+    "restart" (the text so far is replaced: the answer is rewritten), "notice" (the LLM
+    failed; answering offline), "answer" (the verified Answer, last).
+
+    Events add up (`a + b`), as LCEL requires of streamed chunks: the sum holds the text
+    since the last restart and the final answer, so `chain.invoke()` returns one event."""
+
+    kind: Literal["token", "status", "restart", "notice", "answer"]
+    text: str = ""
+    answer: Answer | None = None
+
+    def __add__(self, other: AnswerEvent) -> AnswerEvent:
+        text = other.text if other.kind == "restart" else (
+            self.text + other.text if other.kind == "token" else self.text)
+        return AnswerEvent(other.kind if other.kind in ("answer", "restart") else self.kind, text,
+                           other.answer or self.answer)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.kind, "text": self.text, "answer": self.answer}
+
+
 def _ms(t: float) -> float:
     return round((time.perf_counter() - t) * 1000, 2)
 
 
+def _timed(obj, **timings: float):
+    return replace(obj, timings={**obj.timings, **timings})
+
+
 class AnswerEngine:
-    def __init__(self, retrieval, embedder, store, settings: Settings, chat=None):
+    def __init__(self, retrieval, embedder, store, settings: Settings, chat=None, callbacks: list | None = None):
         self.retrieval = retrieval
         self.embedder = embedder
         self.settings = settings
@@ -54,296 +132,311 @@ class AnswerEngine:
         self.reader = get_reader(settings.reader_threads)
         self.verifier = Verifier(reader=self.reader, idf=idf)
         self.extractive = ExtractiveAnswerer(reader=self.reader, idf=idf, embed=embedder.embed_array)
+        self.retriever = GroundworkRetriever(pipeline=retrieval)
+        # Documents go in the human turn inside <retrieved_context>; the system turn holds only
+        # our rules and the knowledge bases' instructions (prompts.py).
+        self.prompt = ChatPromptTemplate.from_messages(
+            [("system", "{system}"), MessagesPlaceholder("history", optional=True), ("human", "{user}")]
+        )
+        self.llm = (chat | StrOutputParser()) if chat is not None else None
+        self.generator = (self.prompt | self.llm).with_config(run_name="generate") if chat is not None else None
+        self.verify = RunnableLambda(self._verify_step, name="verify")
         self.chain = (
             RunnableLambda(self._condense, name="condense")
             | RunnableLambda(self._retrieve, name="retrieve")
-            | RunnableLambda(self._sufficiency, name="sufficiency")
-            | RunnableLambda(self._generate, name="generate")
-            | RunnableLambda(self._finish, name="verify")
-        )
+            | RunnableLambda(self._gate, name="gate")
+            | RunnableGenerator(self._respond, name="respond")
+        ).with_config(run_name="groundwork_answer", callbacks=callbacks or None)
 
     @property
     def mode(self) -> str:
         return "llm" if self.chat is not None else "extractive"
 
     # ---- public ----------------------------------------------------------------------
-    def answer(self, req: AnswerRequest) -> Answer:
-        return self.chain.invoke(self._start(req))
+    def answer(self, req: AnswerRequest, config: RunnableConfig | None = None) -> Answer:
+        return self.chain.invoke(req, config).answer
 
-    def stream(self, req: AnswerRequest) -> Iterator[dict[str, Any]]:
-        """Events: {"type": "token", "text"} while the answer is written, then
-        {"type": "answer", "answer": Answer} with citations, claims and scores."""
-        state = self._sufficiency(self._retrieve(self._condense(self._start(req))))
-        if state.get("abstain"):
-            ans = self._finish(state)
-            yield {"type": "token", "text": ans.text}
-            yield {"type": "answer", "answer": ans}
-            return
-        t = time.perf_counter()
-        streamed = False
-        if self.chat is not None:
-            parts = []
-            try:
-                for piece in (self._llm_runnable()).stream(self._messages(state)):
-                    if piece:
-                        parts.append(piece)
-                        yield {"type": "token", "text": piece}
-                state["draft"] = "".join(parts)
-                state["snippets"] = {}
-                streamed = True
-            except Exception as exc:  # noqa: BLE001 - any client/server failure: answer offline instead
-                self._llm_failed(state, exc)
-                yield {"type": "notice", "text": state["models"]["llm_error"]}
-        if not streamed:
-            state = self._generate(state, use_llm=False)
-            for sentence in answer_sentences(state.get("draft", "")):
-                yield {"type": "token", "text": sentence.strip() + " "}
-        state["timings"]["generate"] = _ms(t)
-        yield {"type": "answer", "answer": self._finish(state)}
+    def stream(self, req: AnswerRequest, config: RunnableConfig | None = None) -> Iterator[dict[str, Any]]:
+        """The chain's events as dicts ({"type", "text", "answer"}), for callers that want them."""
+        for ev in self.chain.stream(req, config):
+            yield ev.to_dict()
 
     # ---- steps -----------------------------------------------------------------------
-    def _start(self, req: AnswerRequest) -> dict:
-        return {"req": req, "t0": time.perf_counter(), "timings": {}, "models": self._models()}
-
     def _models(self) -> dict[str, str]:
         m = {"embedding": getattr(self.embedder, "model_id", "?"), "reader": f"reader-int8@{self.reader.sha256[:12]}"}
         if self.chat is not None:
-            m["llm"] = self.settings.llm_model
+            m["llm"] = self.settings.llm_label
         return m
 
-    def _condense(self, state: dict) -> dict:
-        req: AnswerRequest = state["req"]
+    def _condense(self, req: AnswerRequest, config: RunnableConfig) -> Turn:
         t = time.perf_counter()
-        question = req.question.strip()
-        last_user = next((text for role, text in reversed(req.history) if role == "user"), None)
-        if last_user:
-            if self.chat is not None and self.settings.llm_condense:
-                history = "\n".join(f"{role}: {text}" for role, text in req.history[-6:])
+        turn = Turn(req=req, standalone=req.question.strip(), settings=merged_settings(req.kbs), t0=t,
+                    models=self._models())
+        question = turn.standalone
+        if any(role == "user" for role, _ in req.history):
+            if self.llm is not None and self.settings.llm_condense:
+                history = "\n".join(f"{role}: {_MARKER.sub('', text)}" for role, text in req.history[-6:])
                 try:
-                    question = str(
-                        (self._llm_runnable()).invoke(CONDENSE_PROMPT.format(history=history, question=question))
-                    ).strip() or question
-                except Exception as exc:  # noqa: BLE001 - keep the user's own words
-                    self._llm_failed(state, exc)
-            elif _DEPENDENT.search(question) or len(question.split()) < 5:
-                # Offline: carry the previous question's key terms into a dependent follow-up.
-                extra = [t for t in key_terms(last_user) if t.lower() not in question.lower()]
-                if extra:
-                    question = f"{question} ({' '.join(extra[:8])})"
-        state["standalone"] = question
-        state["timings"]["condense"] = _ms(t)
-        return state
+                    question = self.llm.invoke(CONDENSE_PROMPT.format(history=history, question=question),
+                                               config).strip().splitlines()[0].strip() or question
+                except Exception as exc:  # noqa: BLE001 - keep going offline
+                    turn = self._failed(turn, exc)
+                    question = condense_offline(question, req.history)
+            else:
+                question = condense_offline(question, req.history)
+        return _timed(replace(turn, standalone=question), condense=_ms(t))
 
-    def _retrieve(self, state: dict) -> dict:
-        req: AnswerRequest = state["req"]
+    def _search(self, q: str, turn: Turn, config: RunnableConfig, query_vector=None) -> tuple[list[ScoredChunk], dict]:
+        docs = self.retriever.invoke(q, config, filters=turn.req.filters, settings=turn.settings,
+                                     query_vector=query_vector)
+        info = docs[0].metadata.get("retrieval", {}) if docs else {}
+        return [from_lc_document(d) for d in docs], info
+
+    def _retrieve(self, turn: Turn, config: RunnableConfig) -> Context:
         t = time.perf_counter()
-        settings = req.kbs[0].retrieval
-        queries = [state["standalone"]]
-        llm_ok = self.chat is not None and "llm_error" not in state["models"]
-        if llm_ok and self.settings.llm_multi_query:
-            queries += self._guard(state, lambda: self._paraphrases(state["standalone"]), [])
+        queries = [turn.standalone]
         qvec = None
-        if llm_ok and self.settings.llm_hyde:
+        if self._llm_ok(turn) and self.settings.llm_multi_query:
+            try:
+                queries += self._paraphrases(turn.standalone, config)
+            except Exception as exc:  # noqa: BLE001
+                turn = self._failed(turn, exc)
+        if self._llm_ok(turn) and self.settings.llm_hyde:
             # HyDE: a hypothetical answer is closer in embedding space to real answers than
             # the question is; keywords still come from the question itself.
-            hypo = self._guard(state, lambda: str(self._llm_runnable().invoke(HYDE_PROMPT.format(question=queries[0]))), "")
-            if hypo.strip():
-                qvec = self.embedder.embed_array([hypo])[0]
-        runs = [self.retrieval.run(q, req.filters, settings, query_vector=qvec if i == 0 else None)
-                for i, q in enumerate(queries)]
-        retrieved = runs[0]
+            try:
+                hypo = self.llm.invoke(HYDE_PROMPT.format(question=turn.standalone), config)
+                if hypo.strip():
+                    qvec = self.embedder.embed_array([hypo])[0]
+            except Exception as exc:  # noqa: BLE001
+                turn = self._failed(turn, exc)
+        runs = [self._search(q, turn, config, qvec if i == 0 else None) for i, q in enumerate(queries)]
+        sources, info = runs[0]
         if len(runs) > 1:
-            retrieved.results = _rrf_merge([r.results for r in runs], settings.top_k)
-        state["retrieved"] = retrieved
-        state["sources"] = list(retrieved.results)
-        state["timings"].update({f"retrieve_{k}": v for k, v in retrieved.timings_ms.items()})
-        state["timings"]["retrieve"] = _ms(t)
-        return state
+            sources = _rrf_merge([r for r, _ in runs], turn.settings.top_k)
+        timings = {f"retrieve_{k}": v for k, v in info.get("timings_ms", {}).items()}
+        turn = _timed(turn, **timings, retrieve=_ms(t))
+        return Context(turn=turn, sources=sources, lookup_source=info.get("lookup_source"),
+                       best=max((s.scores.get("rerank", s.score) for s in sources), default=0.0))
 
-    def _sufficiency(self, state: dict) -> dict:
+    def _gate(self, ctx: Context, config: RunnableConfig) -> Context:
         """Abstain unless some retrieved sentence answers the question: the reader's best
         P(answers) over the passages' sentences against one threshold (chosen on the SQuAD
         train split; the same for every corpus — no BM25 or reranker scale involved)."""
-        sources: list[ScoredChunk] = state["sources"]
-        r = state["retrieved"]
-        state["best"] = max((s.scores.get("rerank", s.score) for s in sources), default=0.0)
-        if r.lookup_source:
-            return state
+        if ctx.lookup_source:
+            return ctx
         t = time.perf_counter()
-        if not sources:
-            state["abstain"] = "no passage in the selected knowledge bases matched the question"
-        else:
-            # LLM mode answers from every retrieved passage, so every one is read for the gate.
-            ev = self.extractive.read(state["standalone"], sources,
-                                      max_passages=len(sources) if self.chat is not None else None)
-            state["reading"] = ev
-            state["evidence"] = ev.best
-            if ev.best < self.settings.answer_threshold:
-                state["abstain"] = (
-                    "the closest passages mention the topic but no sentence in them answers the question "
-                    f"(best {ev.best:.2f}, below the {self.settings.answer_threshold:.2f} needed)"
-                )
-        state["timings"]["read"] = _ms(t)
-        if (not state.get("abstain") and self.chat is not None and self.settings.llm_relevance_check
-                and "llm_error" not in state["models"]):
-            verdict = self._guard(state, lambda: str(self._llm_runnable().invoke(self._messages(state, RELEVANCE_TASK))), "yes")
-            if verdict.strip().lower().startswith("no"):
-                state["abstain"] = "the language model found no answer to the question in the retrieved passages"
-        return state
-
-    def _generate(self, state: dict, use_llm: bool = True) -> dict:
-        if state.get("abstain"):
-            return state
-        t = time.perf_counter()
-        if self.chat is not None and use_llm and "llm_error" not in state["models"]:
+        turn = ctx.turn
+        if not ctx.sources:
+            return replace(ctx, abstain="no passage in the selected knowledge bases matched the question")
+        # LLM mode answers from every retrieved passage, so every one is read for the gate.
+        reading = self.extractive.read(turn.standalone, ctx.sources,
+                                       max_passages=len(ctx.sources) if self.chat is not None else None)
+        abstain = None
+        if reading.best < self.settings.answer_threshold:
+            abstain = ("the closest passages mention the topic but no sentence in them answers the question "
+                       f"(best {reading.best:.2f}, below the {self.settings.answer_threshold:.2f} needed)")
+        turn = _timed(turn, read=_ms(t))
+        if abstain is None and self._llm_ok(turn) and self.settings.llm_relevance_check:
             try:
-                state["draft"] = str(self._llm_runnable().invoke(self._messages(state)))
-                state["snippets"] = {}
-                state["timings"]["generate"] = _ms(t)
-                return state
+                msgs = self._prompt_value(turn, ctx.sources, RELEVANCE_TASK)
+                verdict = self.llm.invoke(self.prompt.invoke(msgs, config), config)
+                if verdict.strip().lower().startswith("no"):
+                    abstain = "the language model found no answer to the question in the retrieved passages"
             except Exception as exc:  # noqa: BLE001
-                self._llm_failed(state, exc)
-        if state["retrieved"].lookup_source:
-            srcs = state["sources"]
-            state["draft"] = f"Here is {srcs[0].chunk.source}, passage by passage: " + " ".join(
-                f"{' '.join(s.chunk.text.split())[:400]} [{i}]" for i, s in enumerate(srcs[:8], 1)
-            )
-            state["snippets"] = {}
-        else:
-            ev = state.get("reading") or self.extractive.read(state["standalone"], state["sources"])
-            ex = self.extractive.compose(ev)
-            state["draft"], state["snippets"] = ex.text, ex.snippets
-            if not ex.text:
-                state["abstain"] = "the matching passages contain no sentence that answers the question"
-        state["timings"]["generate"] = _ms(t)
-        return state
+                turn = self._failed(turn, exc)
+        return replace(ctx, turn=turn, reading=reading, abstain=abstain)
 
-    def _finish(self, state: dict) -> Answer:
-        req: AnswerRequest = state["req"]
+    def _respond(self, inputs: Iterator[Context], config: RunnableConfig) -> Iterator[AnswerEvent]:
+        ctx: Context | None = None
+        for ctx in inputs:  # one Context; a generator step receives its input as a stream
+            pass
+        assert ctx is not None
+        if ctx.abstain:
+            yield AnswerEvent("answer", answer=self._abstain(ctx, ctx.abstain))
+            return
+        turn, sources = ctx.turn, ctx.sources
         t = time.perf_counter()
-        if state.get("abstain"):
-            return self._abstain(state, state["abstain"])
-        sources: list[ScoredChunk] = state["sources"]
-        draft: str = attach_markers(state["draft"])
-        grounded = any(kb.grounded_only for kb in req.kbs)
-        question = state["standalone"]
-        claims, grounding = self._verify(draft, sources, question)
-        rounds = 0
-        lookup = bool(state["retrieved"].lookup_source)
-        while (
-            self.chat is not None
-            and not lookup
-            and not state.get("llm_failed")
-            and self.settings.llm_crag
-            and rounds < MAX_CRAG_ROUNDS
-            and confidence(grounding, answers_question(claims)) < self.settings.confidence_threshold
-        ):
-            # Corrective retrieval: look for evidence of the unsupported claims, regenerate.
+        draft, snippets = "", None
+        if self._llm_ok(turn) and not ctx.lookup_source:
+            parts: list[str] = []
+            try:
+                for piece in self.generator.stream(self._prompt_value(turn, sources), config):
+                    if piece:
+                        parts.append(piece)
+                        yield AnswerEvent("token", piece)
+                draft = "".join(parts)
+            except Exception as exc:  # noqa: BLE001 - answer offline instead
+                turn = self._failed(turn, exc)
+                yield AnswerEvent("notice", turn.models["llm_error"])
+                if parts:
+                    yield AnswerEvent("restart")
+        if not draft:
+            draft, snippets = self._offline_draft(ctx)
+            if not draft:
+                yield AnswerEvent("answer", answer=self._abstain(
+                    ctx, "the matching passages contain no sentence that answers the question"))
+                return
+            for sentence in answer_sentences(draft):
+                yield AnswerEvent("token", sentence.strip() + " ")
+        turn = _timed(turn, generate=_ms(t))
+
+        yield AnswerEvent("status", CHECKING)
+        t = time.perf_counter()
+        question = turn.standalone
+        draft = attach_markers(draft)
+        claims, grounding = self.verify.invoke((draft, sources, question), config)
+        rounds = revised = 0
+        while (self._llm_ok(turn) and not ctx.lookup_source and self.settings.llm_crag and rounds < MAX_CRAG_ROUNDS
+               and confidence(grounding, answers_question(claims)) < self.settings.confidence_threshold):
+            # Corrective retrieval: search for evidence of the unsupported claims and rewrite.
             # (An answer that is supported but does not answer has no weak claim to search
             # for: it stays, shown with its low "answers the question" score.)
             rounds += 1
             weak = [c.text for c in claims if c.label != "supported"][:3]
-            extra = [r for q in weak for r in self.retrieval.run(q, req.filters, req.kbs[0].retrieval).results]
+            if not weak:
+                break
+            yield AnswerEvent("status", "Some sentences are not supported by the sources: searching again…")
             seen = {s.chunk.chunk_id for s in sources}
-            new = [r for r in extra if r.chunk.chunk_id not in seen and not seen.add(r.chunk.chunk_id)]
+            new = []
+            for q in weak:
+                for r in self._search(q, turn, config)[0]:
+                    if r.chunk.chunk_id not in seen:
+                        seen.add(r.chunk.chunk_id)
+                        new.append(r)
             if not new:
                 break
-            redo = self._guard(state, lambda: str(self._llm_runnable().invoke(self._messages(state, sources=sources + new[:4]))), None)
-            if redo is None:  # the endpoint failed mid-correction: keep the answer we have
+            more = sources + new[:4]
+            parts = []
+            yield AnswerEvent("restart", "")
+            yield AnswerEvent("status", f"Rewriting the answer with {len(new[:4])} more passage(s)…")
+            try:
+                for piece in self.generator.stream(self._prompt_value(turn, more), config):
+                    if piece:
+                        parts.append(piece)
+                        yield AnswerEvent("token", piece)
+            except Exception as exc:  # noqa: BLE001 - the endpoint failed mid-correction: keep the answer we have
+                turn = self._failed(turn, exc)
+                yield AnswerEvent("notice", turn.models["llm_error"])
+                yield AnswerEvent("restart", draft)
                 break
-            sources = state["sources"] = sources + new[:4]
-            draft = redo
-            claims, grounding = self._verify(draft, sources, question)
-        state["timings"]["crag_rounds"] = rounds
-        if self.chat is not None and self.settings.llm_verify and "llm_error" not in state["models"]:
-            claims, grounding = self._llm_judge(state, claims, sources)
-        if grounded:
+            redo = attach_markers("".join(parts))
+            c2, g2 = self.verify.invoke((redo, more, question), config)
+            if confidence(g2, answers_question(c2)) < confidence(grounding, answers_question(claims)):
+                # The rewrite is worse: show the first answer again, and say so.
+                yield AnswerEvent("restart", draft)
+                yield AnswerEvent("status", "The rewrite was not better supported; keeping the first answer.")
+                break
+            draft, sources, claims, grounding = redo, more, c2, g2
+            revised += 1
+        turn = _timed(turn, crag_rounds=rounds)
+        if self._llm_ok(turn) and self.settings.llm_verify:
+            claims, grounding, turn = self._llm_judge(turn, claims, sources, config)
+        if any(kb.grounded_only for kb in turn.req.kbs):
             kept = [c for c in claims if c.label != "unsupported"]
             if not kept:
-                return self._abstain(state, "grounded-only: no sentence of the draft answer is supported by the sources")
+                yield AnswerEvent("answer", answer=self._abstain(
+                    replace(ctx, turn=turn), "grounded-only: no sentence of the draft answer is supported by the sources"))
+                return
             if len(kept) < len(claims):
                 draft = _keep_sentences(draft, {c.text for c in kept})
-                claims, grounding = self._verify(draft, sources, question)
-        res = resolve(draft, sources, state.get("snippets"))
+                claims, grounding = self.verify.invoke((draft, sources, question), config)
+        res = resolve(draft, sources, snippets)
         for c in claims:
             c.cited = [res.mapping[n] for n in c.cited if n in res.mapping]
             c.best_source = res.mapping.get(c.best_source) if c.best_source else None
         # A document lookup ("show me the biography file") is answered by showing that document.
-        aq = 1.0 if lookup else answers_question(claims)
-        state["timings"]["verify"] = _ms(t)
-        state["timings"]["total"] = _ms(state["t0"])
-        return Answer(
-            question=req.question, text=res.text, citations=res.citations, claims=claims, grounding_score=grounding,
-            answers_question=aq, confidence=confidence(grounding, aq), abstained=False, invalid_citations=res.invalid, retrieval_score=round(state["best"], 4),
-            evidence_score=round(state.get("evidence", 0.0), 4),
-            mode="extractive" if state.get("llm_failed") else self.mode, models=state["models"],
-            timings_ms=state["timings"], standalone_question=state["standalone"],
-        )
+        aq = 1.0 if ctx.lookup_source else answers_question(claims)
+        turn = _timed(turn, verify=_ms(t))
+        turn = _timed(turn, total=_ms(turn.t0))
+        reading = ctx.reading
+        yield AnswerEvent("answer", answer=Answer(
+            question=turn.req.question, text=res.text, citations=res.citations, claims=claims,
+            grounding_score=grounding, answers_question=aq, confidence=confidence(grounding, aq), abstained=False,
+            invalid_citations=res.invalid, retrieval_score=round(ctx.best, 4),
+            evidence_score=round(reading.best if reading else 0.0, 4),
+            mode="extractive" if "llm_error" in turn.models or self.chat is None else "llm",
+            models=turn.models, timings_ms=turn.timings, standalone_question=turn.standalone, revised=revised,
+        ))
 
     # ---- helpers ---------------------------------------------------------------------
-    def _llm_failed(self, state: dict, exc: Exception) -> None:
-        """The LLM endpoint failed (timeout, connection, HTTP error): say so, answer offline."""
-        where = self.settings.openai_base_url or "the OpenAI API"
-        state["models"]["llm_error"] = (
-            f"The language model at {where} did not answer ({type(exc).__name__}); "
-            "this answer was composed offline from the sources instead."
-        )
-        state["llm_failed"] = True
-    def _abstain(self, state: dict, reason: str) -> Answer:
-        req: AnswerRequest = state["req"]
-        terms = key_terms(state.get("standalone") or req.question)
+    def _offline_draft(self, ctx: Context) -> tuple[str, dict | None]:
+        if ctx.lookup_source:
+            srcs = ctx.sources
+            return (f"Here is {srcs[0].chunk.source}, passage by passage: " + " ".join(
+                f"{' '.join(s.chunk.text.split())[:400]} [{i}]" for i, s in enumerate(srcs[:8], 1)), {})
+        reading = ctx.reading or self.extractive.read(ctx.turn.standalone, ctx.sources)
+        ex = self.extractive.compose(reading)
+        return ex.text, ex.snippets
+
+    def _verify_step(self, args: tuple[str, list[ScoredChunk], str]) -> tuple[list[Claim], float]:
+        draft, sources, question = args
+        return self.verifier.verify(draft, [s.chunk.text for s in sources], question=question,
+                                    titles=[s.chunk.heading for s in sources])
+
+    def _llm_ok(self, turn: Turn) -> bool:
+        return self.llm is not None and "llm_error" not in turn.models
+
+    def _failed(self, turn: Turn, exc: Exception) -> Turn:
+        """The LLM endpoint failed (timeout, connection, HTTP error): note it; later LLM steps
+        are skipped and the answer is composed offline."""
+        where = self.settings.llm_label if self.settings.llm_gguf else (self.settings.openai_base_url or "the OpenAI API")
+        msg = (f"The language model ({where}) did not answer ({type(exc).__name__}); "
+               "this answer was composed offline from the sources instead.")
+        return replace(turn, models={**turn.models, "llm_error": msg})
+
+    def _abstain(self, ctx: Context, reason: str) -> Answer:
+        turn = ctx.turn
+        terms = key_terms(turn.standalone or turn.req.question)
         suggestions = [
             "Check that the right knowledge bases are selected.",
             f"Try other words for the key terms ({', '.join(terms[:4])})." if terms else "Try rephrasing the question.",
             "Upload a document that covers this topic.",
         ]
-        state["timings"]["total"] = _ms(state["t0"])
         return Answer(
-            question=req.question, text=ABSTAIN_TEXT, abstained=True, reason=reason, suggestions=suggestions,
-            retrieval_score=round(state.get("best", 0.0), 4), evidence_score=round(state.get("evidence", 0.0), 4),
-            mode=self.mode, models=state["models"], timings_ms=state["timings"],
-            standalone_question=state.get("standalone", req.question),
+            question=turn.req.question, text=ABSTAIN_TEXT, abstained=True, reason=reason, suggestions=suggestions,
+            retrieval_score=round(ctx.best, 4), evidence_score=round(ctx.reading.best if ctx.reading else 0.0, 4),
+            mode=self.mode, models=turn.models, timings_ms={**turn.timings, "total": _ms(turn.t0)},
+            standalone_question=turn.standalone,
         )
 
-    def _verify(self, draft: str, sources: list[ScoredChunk], question: str):
-        return self.verifier.verify(draft, [s.chunk.text for s in sources], question=question,
-                                    titles=[s.chunk.heading for s in sources])
+    def _history(self, req: AnswerRequest) -> list:
+        """Recent turns for the prompt, newest kept, within `llm_history_tokens`. Old answers'
+        [n] markers are dropped: they point at sources this prompt does not hold."""
+        msgs = [HumanMessage(text) if role == "user" else AIMessage(_MARKER.sub("", text))
+                for role, text in req.history if text]
+        if not msgs or self.settings.llm_history_tokens <= 0:
+            return []
+        return trim_messages(msgs, max_tokens=self.settings.llm_history_tokens, strategy="last",
+                             token_counter=lambda ms: sum(count_tokens(str(m.content)) + 4 for m in ms),
+                             start_on="human", include_system=False)
 
-    def _llm_runnable(self):
-        return self.chat | StrOutputParser()
+    def _prompt_value(self, turn: Turn, sources: list[ScoredChunk], task: str | None = None) -> dict:
+        user = user_message(turn.standalone, sources)
+        return {"system": system_prompt(turn.req.kbs), "history": self._history(turn.req),
+                "user": f"{user}\n\n{task}" if task else user}
 
-    def _guard(self, state: dict, call, fallback):
-        """An optional LLM step that fails is skipped, with the failure noted on the answer."""
-        try:
-            return call()
-        except Exception as exc:  # noqa: BLE001
-            self._llm_failed(state, exc)
-            return fallback
-
-    def _messages(self, state: dict, task: str | None = None, sources: list[ScoredChunk] | None = None) -> list:
-        req: AnswerRequest = state["req"]
-        user = user_message(state["standalone"], state["sources"] if sources is None else sources)
-        return [SystemMessage(system_prompt(req.kbs)), HumanMessage(f"{user}\n\n{task}" if task else user)]
-
-    def _llm_judge(self, state: dict, claims, sources: list[ScoredChunk]):
+    def _llm_judge(self, turn: Turn, claims: list[Claim], sources: list[ScoredChunk], config):
         """The LLM re-judges claims the offline verifier did not find supported."""
         for c in claims:
-            if c.label == "supported":
+            if c.label == "supported" or not self._llm_ok(turn):
                 continue
             cited = [sources[n - 1].chunk.text for n in c.cited if 1 <= n <= len(sources)] or [s.chunk.text for s in sources[:3]]
             prompt = VERIFY_PROMPT.format(claim=neutralise(c.text), sources="\n\n".join(neutralise(t) for t in cited))
-            verdict = self._guard(state, lambda: str(self._llm_runnable().invoke(prompt)), "").strip().upper()
+            try:
+                verdict = self.llm.invoke(prompt, config).strip().upper()
+            except Exception as exc:  # noqa: BLE001
+                turn = self._failed(turn, exc)
+                break
             for label, score in (("UNSUPPORTED", 0.1), ("PARTIAL", 0.5), ("SUPPORTED", 0.9)):
                 if verdict.startswith(label):
                     c.label, c.score = label.lower(), score
                     break
-        return claims, grounding_score(claims)
+        return claims, grounding_score(claims), turn
 
-    def _paraphrases(self, question: str) -> list[str]:
-        prompt = (
-            "Write two alternative phrasings of this search question, one per line, no numbering:\n" + question
-        )
-        lines = str(self._llm_runnable().invoke(prompt)).splitlines()
+    def _paraphrases(self, question: str, config) -> list[str]:
+        prompt = "Write two alternative phrasings of this search question, one per line, no numbering:\n" + question
+        lines = self.llm.invoke(prompt, config).splitlines()
         return [ln.strip(" -•\t") for ln in lines if len(ln.strip()) > 3][:2]
 
 

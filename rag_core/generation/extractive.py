@@ -25,9 +25,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..ingest.chunker import split_sentences
+from ..text.sentences import split_sentences
 from ..models import ScoredChunk
-from ..stores.analyzer import analyze, term_weights
+from ..text.analysis import analyze, term_weights
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """Chat-model factory: any OpenAI-compatible endpoint (OpenAI, Azure OpenAI's v1 endpoint,
-Ollama, vLLM, llama.cpp server) through langchain-openai's ChatOpenAI."""
+Ollama, vLLM, llama.cpp server, or our own managed llama.cpp server for RAG_LLM_GGUF)
+through langchain-openai's ChatOpenAI."""
 
 from __future__ import annotations
 
@@ -32,9 +33,16 @@ def _build(model: str, base_url: str | None, api_key: str | None, temperature: f
 
 
 def make_chat_model(settings: Settings):
-    """None when no endpoint is configured: the app then answers extractively, offline."""
+    """None when no endpoint is configured: the app then answers extractively, offline.
+    RAG_LLM_GGUF starts (once per process) the built-in llama.cpp server and talks to it."""
     if not settings.llm_configured:
         return None
+    if settings.llm_gguf:
+        from .local_server import ensure_server
+
+        srv = ensure_server(settings.llm_gguf, settings.llm_threads, settings.llm_ctx)
+        return _build(srv.model, srv.base_url + "/v1", None, settings.llm_temperature, settings.llm_timeout,
+                      settings.llm_retries, settings.llm_max_tokens)
     return _build(
         settings.llm_model, settings.openai_base_url, settings.openai_api_key,
         settings.llm_temperature, settings.llm_timeout, settings.llm_retries, settings.llm_max_tokens,

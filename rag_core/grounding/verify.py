@@ -27,9 +27,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..ingest.chunker import split_sentences
+from ..text.sentences import split_sentences
 from ..models import Claim
-from ..stores.analyzer import analyze, term_weights
+from ..text.analysis import analyze, term_weights
 from .citations import MARKER, attach_markers, markers_in
 
 SUPPORTED = 0.6

@@ -30,66 +30,11 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 
 from rag_core.models import Chunk, LoadedDocument
+from rag_core.text.sentences import sentence_starts, split_sentences
 
 __all__ = ["chunk_document", "sentence_starts", "split_sentences"]
 
 PROSE = ("paragraph", "list")
-
-# ----------------------------------------------------------------------------- sentences
-
-_SENTENCE_END = re.compile(r"[.!?…]+[\"'”’»)\]]*\s+")
-_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
-_BLOCK_LINE_START = re.compile(r"\n[ \t]*(?=#{1,6}[ \t]|[-*+][ \t]|\d{1,3}[.)][ \t]|\||```|~~~)")
-_SENTENCE_OPENERS = frozenset("\"'“‘«([")
-# A period after these is rarely a sentence end ("Dr. Smith", "e.g. The", "Fig. 3").
-_ABBREVIATIONS = frozenset(
-    "mr mrs ms dr prof sr jr st vs cf e.g i.e fig figs no nos vol pp al approx ca inc ltd "
-    "co corp dept eq eqs ref refs sec ch z.b bzw ggf usw vgl u.a d.h s.o ca".split()
-)
-
-
-def sentence_starts(text: str, start: int = 0, end: int | None = None) -> list[int]:
-    """Offsets in (start, end) where a new sentence begins.
-
-    A sentence ends at . ! ? or … (plus closing quotes/brackets) followed by whitespace and
-    an uppercase letter, digit or opening quote; paragraph breaks and lines that start a
-    Markdown block (heading, list item, table row, fence) also start a sentence.
-    """
-    end = len(text) if end is None else end
-    found: set[int] = set()
-    for m in _SENTENCE_END.finditer(text, start, end):
-        pos = m.end()
-        if pos >= end:
-            continue
-        nxt = text[pos]
-        if not (nxt.isupper() or nxt.isdigit() or nxt in _SENTENCE_OPENERS):
-            continue
-        if text[m.start()] == "." and _is_abbreviation(text, m.start()):
-            continue
-        found.add(pos)
-    for pattern in (_PARAGRAPH_BREAK, _BLOCK_LINE_START):
-        for m in pattern.finditer(text, start, end):
-            if start < m.end() < end:
-                found.add(m.end())
-    return sorted(found)
-
-
-def _is_abbreviation(text: str, dot: int) -> bool:
-    words = text[max(dot - 12, 0) : dot].rsplit(None, 1)
-    word = words[-1].lstrip("\"'“‘«([").lower() if words else ""
-    # A lone letter is an initial ("J. Smith"), not the end of a sentence.
-    return word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha())
-
-
-def split_sentences(text: str) -> list[str]:
-    """Text -> its sentences, whitespace-trimmed, empty ones dropped."""
-    bounds = [0, *sentence_starts(text), len(text)]
-    out = []
-    for a, b in zip(bounds, bounds[1:]):
-        if s := text[a:b].strip():
-            out.append(s)
-    return out
-
 
 # ----------------------------------------------------------------------------- blocks
 

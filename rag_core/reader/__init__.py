@@ -66,7 +66,7 @@ class Reader:
             import tokenizers
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise MissingDependency(f"the reader model needs {exc.name}: pip install -r requirements.txt") from exc
-        from ..embeddings import _tokenizer_path
+        from ..text.tokens import tokenizer_path as _tokenizer_path
 
         if not model_file.exists():
             raise ReaderIntegrityError(f"reader model missing: {model_file}")

@@ -16,7 +16,7 @@ from ..models import RetrievalSettings, ScoredChunk, SearchFilters
 from .mmr import mmr_select
 from .query import ParsedQuery, parse
 from .search import candidate_search
-from .tokens import count_tokens
+from ..text.tokens import count_tokens
 
 RERANK_DEPTH = 30  # candidates the reranker sees: p95 stays far under 300 ms at this depth
 

@@ -7,7 +7,7 @@ import unicodedata
 from dataclasses import dataclass, field
 
 from ..errors import InputError
-from ..stores.analyzer import STOPWORDS
+from ..text.analysis import STOPWORDS
 
 MIN_QUERY_CHARS = 3
 MAX_QUERY_CHARS = 1000

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import MissingDependency
 from ..models import ScoredChunk
-from ..stores.analyzer import analyze, term_weights
+from ..text.analysis import analyze, term_weights
 
 log = logging.getLogger(__name__)
 

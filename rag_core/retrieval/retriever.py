@@ -1,43 +1,63 @@
 """The LangChain face of retrieval: a `BaseRetriever`, so it composes into LCEL chains,
-streams and traces like any LangChain retriever, over whichever store is configured."""
+streams and traces like any LangChain retriever, over whichever store is configured.
+
+One instance serves every request: the caller's filters and the knowledge bases' settings
+come with each call (`retriever.invoke(q, config, filters=..., settings=...)`) or, for a
+retriever handed to other LangChain code, as the instance's defaults. It keeps no state
+between calls, so concurrent chat sessions can share it."""
 
 from __future__ import annotations
 
+from dataclasses import asdict, fields
 from typing import Any
 
+import numpy as np
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document as LCDocument
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 
-from ..models import RetrievalSettings, ScoredChunk, SearchFilters
+from ..models import Chunk, RetrievalSettings, ScoredChunk, SearchFilters
+
+_CHUNK_FIELDS = tuple(f.name for f in fields(Chunk) if f.name != "text")
 
 
-def to_lc_document(r: ScoredChunk) -> LCDocument:
-    c = r.chunk
-    return LCDocument(
-        id=c.chunk_id,
-        page_content=c.text,
-        metadata={
-            "chunk_id": c.chunk_id, "doc_id": c.doc_id, "kb_id": c.kb_id, "source": c.source, "title": c.title,
-            "section": c.section, "page_start": c.page_start, "page_end": c.page_end, "char_start": c.char_start,
-            "char_end": c.char_end, "line_start": c.line_start, "line_end": c.line_end, "chunk_type": c.chunk_type,
-            "score": r.score, "scores": dict(r.scores),
-        },
-    )
+def to_lc_document(r: ScoredChunk, retrieval: dict[str, Any] | None = None) -> LCDocument:
+    meta = {k: v for k, v in asdict(r.chunk).items() if k != "text"}
+    meta.update(score=r.score, scores=dict(r.scores))
+    if retrieval is not None:
+        meta["retrieval"] = retrieval
+    return LCDocument(id=r.chunk.chunk_id, page_content=r.chunk.text, metadata=meta)
+
+
+def from_lc_document(doc: LCDocument) -> ScoredChunk:
+    m = doc.metadata
+    chunk = Chunk(text=doc.page_content, **{k: m[k] for k in _CHUNK_FIELDS if k in m})
+    return ScoredChunk(chunk, float(m.get("score", 0.0)), dict(m.get("scores", {})))
 
 
 class GroundworkRetriever(BaseRetriever):
-    """Hybrid search → rerank → MMR → budget, with filters applied inside the store."""
+    """Hybrid search → rerank → MMR → budget, with filters applied inside the store.
+
+    Each document's metadata holds the chunk's fields, its scores, and under "retrieval"
+    the run's timings and, for a whole-document lookup, the document's name."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     pipeline: Any  # RetrievalPipeline
-    filters: SearchFilters
-    settings: RetrievalSettings
+    filters: SearchFilters | None = None
+    settings: RetrievalSettings | None = None
     mode: str = "hybrid"
-    last: Any = None  # the last Retrieved (timings, lookup info) for callers that want it
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[LCDocument]:
-        self.last = self.pipeline.run(query, self.filters, self.settings, mode=self.mode)
-        return [to_lc_document(r) for r in self.last.results]
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
+        filters: SearchFilters | None = None, settings: RetrievalSettings | None = None,
+        query_vector: np.ndarray | None = None,
+    ) -> list[LCDocument]:
+        filters = filters or self.filters
+        if filters is None:
+            raise ValueError("GroundworkRetriever needs filters (which knowledge bases, for whom)")
+        r = self.pipeline.run(query, filters, settings or self.settings or RetrievalSettings(),
+                              mode=self.mode, query_vector=query_vector)
+        info = {"timings_ms": r.timings_ms, "lookup_source": r.lookup_source, "candidates": r.candidates}
+        return [to_lc_document(x, info) for x in r.results]

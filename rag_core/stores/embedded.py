@@ -25,8 +25,8 @@ import numpy as np
 
 from ..db import Database
 from ..models import Chunk, ScoredChunk, SearchFilters
-from ..retrieval.fusion import fuse_ranked
-from .analyzer import analyze, query_terms
+from ..text.fusion import fuse_ranked
+from ..text.analysis import analyze, query_terms
 from .memindex import MemIndex, encode_terms
 
 SCHEMA = """

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import GroundworkError, MissingDependency
 from ..models import Chunk, ScoredChunk, SearchFilters
-from .analyzer import analyze
+from ..text.analysis import analyze
 
 COLLECTION = "GroundworkChunk"
 SCHEMA_VERSION = "1"

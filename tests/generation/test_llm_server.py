@@ -18,7 +18,8 @@ import pytest
 from rag_core.config import Settings, get_settings
 from rag_core.grounding.citations import attach_markers, markers_in
 from rag_core.generation.llm import make_chat_model
-from tests.llm_server import LLMServerUnavailable, free_port, start_llm_server
+from rag_core.generation.local_server import free_port
+from tests.llm_server import LLMServerUnavailable, start_llm_server
 
 pytestmark = pytest.mark.slow
 
@@ -71,7 +72,9 @@ def test_answer_engine_streams_real_llm_answer(server, tmp_path):
 
     tokens = [e for e in events[:-1] if e["type"] == "token"]
     assert len(tokens) > 1, events  # streamed piece by piece from the server
-    assert all(e["type"] == "token" for e in events[:-1])
+    # tokens first, then the verification step announced, then the verified answer
+    kinds = [e["type"] for e in events]
+    assert kinds == ["token"] * len(tokens) + ["status", "answer"], kinds
     last = events[-1]
     assert last["type"] == "answer"
     a = last["answer"]

@@ -4,7 +4,8 @@ import re
 
 import pytest
 
-from rag_core.ingest.chunker import chunk_document, sentence_starts, split_sentences
+from rag_core.ingest.chunker import chunk_document
+from rag_core.text.sentences import sentence_starts, split_sentences
 from rag_core.ingest.loaders import load_file
 from rag_core.models import LoadedDocument
 from tests.helpers import make_pdf

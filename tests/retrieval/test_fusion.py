@@ -2,7 +2,7 @@
 
 import pytest
 
-from rag_core.retrieval.fusion import fuse_ranked, reciprocal_rank, relative_score
+from rag_core.text.fusion import fuse_ranked, reciprocal_rank, relative_score
 
 KW = [("a", 10.0), ("b", 6.0), ("c", 2.0)]
 VEC = [("c", 0.9), ("d", 0.7), ("a", 0.5)]

@@ -15,7 +15,7 @@ from rag_core.models import ScoredChunk, Chunk
 from rag_core.retrieval.mmr import mmr_select
 from rag_core.retrieval.pipeline import fit_budget
 from rag_core.retrieval.query import detect_lookup, key_terms, normalise, parse
-from rag_core.retrieval.tokens import count_tokens
+from rag_core.text.tokens import count_tokens
 from rag_core.workspace import Workspace
 
 DOCS = {

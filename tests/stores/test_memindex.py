@@ -10,7 +10,7 @@ import pytest
 
 from rag_core.db import Database
 from rag_core.models import Chunk, SearchFilters
-from rag_core.stores.analyzer import analyze
+from rag_core.text.analysis import analyze
 from rag_core.stores.embedded import EmbeddedStore
 from rag_core.stores.memindex import MemIndex, encode_terms
 
