@@ -97,7 +97,10 @@ class Settings(BaseSettings):
     llm_hyde: bool = False  # search with a hypothetical answer's embedding
     llm_relevance_check: bool = False  # the LLM confirms the passages hold an answer before writing one
     llm_verify: bool = False  # the LLM judges claims the offline verifier did not find supported
-    llm_crag: bool = True  # corrective retrieval when confidence is low (at most 2 rounds)
+    llm_crag: bool = True  # corrective retrieval when confidence is low
+    # One rewrite at most by default: each costs a full generation (~10–30 s for a small local
+    # model on 2 cores), and a rewrite that is not better supported is discarded anyway.
+    llm_crag_rounds: int = Field(default=1, ge=0, le=5)
 
     # Answering. One gate: abstain unless some retrieved sentence answers the question —
     # the reader model's calibrated P(answers) of the best sentence must reach

@@ -210,6 +210,7 @@ class Answer:
     timings_ms: dict[str, float] = field(default_factory=dict)
     standalone_question: str = ""
     revised: int = 0  # times corrective retrieval rewrote the answer (shown with the answer)
+    auto_cited: int = 0  # sentences the model left uncited that the checker cited (their best-supporting passage)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -39,7 +39,7 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import RunnableConfig, RunnableGenerator, RunnableLambda
 
 from ..config import Settings
-from ..grounding.citations import attach_markers, resolve
+from ..grounding.citations import attach_markers, markers_in, resolve
 from ..grounding.verify import Verifier, answer_sentences, answers_question, confidence, grounding_score, plain
 from ..models import Answer, Claim, KnowledgeBase, RetrievalSettings, ScoredChunk, SearchFilters
 from ..reader import get_reader
@@ -54,9 +54,14 @@ from .extractive import ExtractiveAnswerer
 from .prompts import CONDENSE_PROMPT, HYDE_PROMPT, RELEVANCE_TASK, VERIFY_PROMPT, neutralise, system_prompt, user_message
 
 ABSTAIN_TEXT = "I don't have information about that in the selected knowledge bases."
-MAX_CRAG_ROUNDS = 2
 CHECKING = "Checking the answer against the sources…"
 _MARKER = re.compile(r"\s*\[\d{1,3}\]")
+# The model's own "not in the sources" (rule 4 of the prompt, and the usual paraphrases). An
+# answer that says only this, citing nothing, is an abstention and is shown as one.
+_NO_ANSWER = re.compile(
+    r"\b(i (do not|don't|cannot|can't) (have|find|see)|(is|are) not (mentioned|provided|stated|given|included|specified)"
+    r"|(do|does) not (contain|mention|provide|state|say|specify)|no (information|mention)|not enough information"
+    r"|cannot be (determined|answered|found))\b", re.I)
 
 
 @dataclass
@@ -280,14 +285,22 @@ class AnswerEngine:
             for sentence in answer_sentences(draft):
                 yield AnswerEvent("token", sentence.strip() + " ")
         turn = _timed(turn, generate=_ms(t))
+        if _NO_ANSWER.search(draft) and not _MARKER.search(draft):
+            yield AnswerEvent("answer", answer=self._abstain(
+                replace(ctx, turn=turn), "the language model found no answer to the question in the retrieved passages"))
+            return
 
         yield AnswerEvent("status", CHECKING)
         t = time.perf_counter()
         question = turn.standalone
         draft = attach_markers(draft)
         claims, grounding = self.verify.invoke((draft, sources, question), config)
+        draft, auto_cited = _cite_uncited(draft, claims)
+        if auto_cited:
+            claims, grounding = self.verify.invoke((draft, sources, question), config)
         rounds = revised = 0
-        while (self._llm_ok(turn) and not ctx.lookup_source and self.settings.llm_crag and rounds < MAX_CRAG_ROUNDS
+        while (self._llm_ok(turn) and not ctx.lookup_source and self.settings.llm_crag
+               and rounds < self.settings.llm_crag_rounds
                and confidence(grounding, answers_question(claims)) < self.settings.confidence_threshold):
             # Corrective retrieval: search for evidence of the unsupported claims and rewrite.
             # (An answer that is supported but does not answer has no weak claim to search
@@ -322,12 +335,15 @@ class AnswerEngine:
                 break
             redo = attach_markers("".join(parts))
             c2, g2 = self.verify.invoke((redo, more, question), config)
+            redo, n2 = _cite_uncited(redo, c2)
+            if n2:
+                c2, g2 = self.verify.invoke((redo, more, question), config)
             if confidence(g2, answers_question(c2)) < confidence(grounding, answers_question(claims)):
                 # The rewrite is worse: show the first answer again, and say so.
                 yield AnswerEvent("restart", draft)
                 yield AnswerEvent("status", "The rewrite was not better supported; keeping the first answer.")
                 break
-            draft, sources, claims, grounding = redo, more, c2, g2
+            draft, sources, claims, grounding, auto_cited = redo, more, c2, g2, n2
             revised += 1
         turn = _timed(turn, crag_rounds=rounds)
         if self._llm_ok(turn) and self.settings.llm_verify:
@@ -347,6 +363,14 @@ class AnswerEngine:
             c.best_source = res.mapping.get(c.best_source) if c.best_source else None
         # A document lookup ("show me the biography file") is answered by showing that document.
         aq = 1.0 if ctx.lookup_source else answers_question(claims)
+        if self.chat is not None and not ctx.lookup_source and aq < self.settings.answer_threshold:
+            # The gate's rule, applied to what the model wrote: a written answer in which no
+            # sentence answers the question (a fluent invention, an echo of the question) is
+            # not shown as an answer. Offline answers are the gate's own sentences already.
+            yield AnswerEvent("answer", answer=self._abstain(replace(ctx, turn=turn), (
+                "the written answer does not answer the question "
+                f"(best {aq:.2f}, below the {self.settings.answer_threshold:.2f} needed)")))
+            return
         turn = _timed(turn, verify=_ms(t))
         turn = _timed(turn, total=_ms(turn.t0))
         reading = ctx.reading
@@ -356,7 +380,7 @@ class AnswerEngine:
             invalid_citations=res.invalid, retrieval_score=round(ctx.best, 4),
             evidence_score=round(reading.best if reading else 0.0, 4),
             mode="extractive" if "llm_error" in turn.models or self.chat is None else "llm",
-            models=turn.models, timings_ms=turn.timings, standalone_question=turn.standalone, revised=revised,
+            models=turn.models, timings_ms=turn.timings, standalone_question=turn.standalone, revised=revised, auto_cited=auto_cited,
         ))
 
     # ---- helpers ---------------------------------------------------------------------
@@ -450,6 +474,25 @@ def _rrf_merge(lists: list[list[ScoredChunk]], k: int) -> list[ScoredChunk]:
             by_id.setdefault(cid, r)
             score[cid] = score.get(cid, 0.0) + 1.0 / (RRF_K + rank)
     return [by_id[cid] for cid, _ in sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))[:k]]
+
+
+def _cite_uncited(draft: str, claims: list[Claim]) -> tuple[str, int]:
+    """A sentence the model left uncited gets the passage the verifier found supporting it
+    best (small models often forget markers). Its label is then judged against that
+    passage like any cited sentence; unsupported sentences stay uncited."""
+    best = {c.text: c.best_source for c in claims if not c.cited and c.best_source and c.label != "unsupported"}
+    if not best:
+        return draft, 0
+    out, n = [], 0
+    for sent in answer_sentences(draft):
+        text = plain(sent)
+        if text in best and not markers_in(sent):
+            body = sent.rstrip()
+            end = body[-1] if body[-1:] in (".", "!", "?") else ""
+            sent = f"{body[:-1] if end else body} [{best[text]}]{end}"
+            n += 1
+        out.append(sent.strip())
+    return " ".join(out), n
 
 
 def _keep_sentences(text: str, keep: set[str]) -> str:

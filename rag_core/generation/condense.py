@@ -63,6 +63,8 @@ def topic(question: str) -> str | None:
     runs = [r for r in runs if not (len(r) == 1 and r[0].lower() in _OPENERS) and not (len(r) == 1 and r[0] == "the")]
     if runs:
         return " ".join(max(runs, key=len))
+    if _PRONOUN.search(question):
+        return None  # "How does it work?" is about something named earlier, not about "work"
     # No name: the longest run of content words, with its "the/of" links.
     best, cur = [], []
     for w, _ in words:

@@ -94,10 +94,24 @@ def test_a_near_miss_question_the_documents_do_not_answer_abstains(ws):
 
 
 def test_a_non_answer_never_shows_high_confidence(ws):
-    chat = FakeListChatModel(responses=["The glass rule: the precise rule is somewhat quirky and hard to find in the references [1]."])
-    a = engine_with(ws, chat).answer(ws.answer_request(["facts"], "Where do glass bottles go?"))
-    assert not a.abstained and a.grounding_score >= 0.5  # it is what the source says…
-    assert a.answers_question < 0.5 and a.confidence < 0.5  # …and answers nothing
+    copied = "The glass rule: the precise rule is somewhat quirky and hard to find in the references [1]."
+    chat = FakeListChatModel(responses=[copied])
+    # with the answer gate off, the scores tell: it is what the source says… and answers nothing
+    a = engine_with(ws, chat, answer_threshold=0.0).answer(ws.answer_request(["facts"], "Where do glass bottles go?"))
+    assert not a.abstained and a.grounding_score >= 0.5
+    assert a.answers_question < 0.5 and a.confidence < 0.5
+    # with the gate on (the default), a written answer that answers nothing is not shown as one
+    chat = FakeListChatModel(responses=[copied])
+    b = engine_with(ws, chat).answer(ws.answer_request(["facts"], "Where do glass bottles go?"))
+    assert b.abstained and "written answer does not answer the question" in b.reason
+
+
+def test_uncited_sentences_get_their_supporting_passage(ws):
+    chat = FakeListChatModel(responses=["Paris is the capital of France. Bananas are blue."])
+    a = engine_with(ws, chat).answer(ws.answer_request(["facts"], "What is the capital of France?"))
+    assert a.auto_cited == 1 and a.citations[0].source == "paris.md"
+    assert a.claims[0].label == "supported" and a.claims[0].cited == [1]
+    assert a.claims[1].cited == [] and a.claims[1].label == "unsupported"  # nothing supports it: no citation
 
 
 def test_injected_instructions_do_not_take_over_extractive(ws):
@@ -364,3 +378,13 @@ def test_several_knowledge_bases_merge_settings_and_rules(ws):
     assert "Grounded-only mode" in system and "Answer in one short paragraph." in system  # strict's rules hold
     assert "lovely" not in a.text  # grounded-only (from "strict") removed the unsupported sentence
     assert len(chat.seen[-1][-1].content.split("<source id=")) - 1 <= 4  # merged top_k: the larger
+
+
+def test_the_models_own_no_answer_is_an_abstention(ws):
+    chat = FakeListChatModel(responses=["I don't have information about that in the selected knowledge bases."])
+    a = engine_with(ws, chat).answer(ws.answer_request(["facts"], "What is the capital of France?"))
+    assert a.abstained and "language model found no answer" in a.reason and a.text == ABSTAIN_TEXT
+    # a partial answer that cites a source and says what is missing is an answer
+    chat = FakeListChatModel(responses=["Paris is the capital of France [1]. The sources do not mention its population."])
+    b = engine_with(ws, chat).answer(ws.answer_request(["facts"], "What is the capital of France?"))
+    assert not b.abstained and b.citations
