@@ -1,8 +1,12 @@
 """Weaviate store at 10k / 100k chunks: import throughput and keyword / vector / hybrid
-latency p50/p95 (same synthetic corpus and random vectors as store_latency.py), against a
-running server.
+latency p50/p95 (same synthetic corpus and random vectors as store_latency.py).
 
     WEAVIATE_URL=http://127.0.0.1:8080 WEAVIATE_GRPC_PORT=50051 python benchmarks/weaviate_latency.py --sizes 10000 100000
+    python benchmarks/weaviate_latency.py --local single --sizes 100000    # starts its own one-node server
+    python benchmarks/weaviate_latency.py --local cluster --sizes 100000   # its own 3-node cluster, RF 3, QUORUM
+
+With --local the server processes are ours, so their memory (RSS after import) and disk are
+reported too: the per-chunk costs the README's sizing note is derived from.
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ from rag_core.models import Chunk, SearchFilters  # noqa: E402
 from rag_core.stores.weaviate_store import WeaviateStore  # noqa: E402
 
 
-def bench(n: int, url: str, grpc: int) -> dict:
-    store = WeaviateStore(url, grpc_port=grpc, collection=f"Bench{n}")
+def bench(n: int, url: str, grpc, replication_factor: int = 1) -> dict:
+    store = WeaviateStore(url, grpc_port=grpc, collection=f"Bench{n}", replication_factor=replication_factor)
     rng = np.random.default_rng(0)
     texts = passages(n)
     t = time.perf_counter()
@@ -48,15 +52,57 @@ def bench(n: int, url: str, grpc: int) -> dict:
     for k, v in list(res.items()):
         if isinstance(v, float):
             res[k] = round(v, 2)
-    store.client.collections.delete(store.collection_name)
-    store.close()
+    res["_store"] = store
     return res
+
+
+def _rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as fh:
+        return next(int(x.split()[1]) / 1024 for x in fh if x.startswith("VmRSS"))
+
+
+def _du_mb(path: Path) -> float:
+    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file()) / 1e6
+
+
+def local(kind: str, sizes: list[int]) -> None:
+    from rag_core.stores.weaviate_local import start_cluster
+
+    # A one-node "cluster" is the same binary and settings, so the two differ only in size.
+    cluster = start_cluster(3 if kind == "cluster" else 1)
+    try:
+        for n in sizes:
+            res = bench(n, cluster.urls, [x.grpc for x in cluster.nodes], replication_factor=len(cluster.nodes))
+            store = res.pop("_store")
+            time.sleep(5)  # let the nodes flush before memory and disk are read
+            rss = [_rss_mb(x.proc.pid) for x in cluster.nodes]
+            disk = [_du_mb(x.data) for x in cluster.nodes]
+            res.update(nodes=len(cluster.nodes), replication_factor=len(cluster.nodes), consistency="QUORUM",
+                       rss_mb_per_node=[round(r) for r in rss], disk_mb_per_node=[round(d) for d in disk],
+                       rss_kb_per_chunk_per_copy=round(sum(rss) * 1024 / n / len(cluster.nodes), 2),
+                       disk_kb_per_chunk_per_copy=round(sum(disk) * 1000 / n / len(cluster.nodes), 2))
+            store.client.collections.delete(store.collection_name)
+            store.close()
+            print(json.dumps({"setup": kind, **res}), flush=True)
+            out = Path(__file__).resolve().parent / "results" / "weaviate_cluster_latency.jsonl"
+            with out.open("a") as fh:
+                fh.write(json.dumps({"setup": kind, **res}) + "\n")
+    finally:
+        cluster.stop()
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[10000, 100000])
+    ap.add_argument("--local", choices=["single", "cluster"], default=None)
     a = ap.parse_args()
+    if a.local:
+        local(a.local, a.sizes)
+        sys.exit(0)
     url, grpc = os.environ["WEAVIATE_URL"], int(os.environ.get("WEAVIATE_GRPC_PORT", "50051"))
     for n in a.sizes:
-        print(json.dumps(bench(n, url, grpc)), flush=True)
+        r = bench(n, url, grpc)
+        s = r.pop("_store")
+        s.client.collections.delete(s.collection_name)
+        s.close()
+        print(json.dumps(r), flush=True)

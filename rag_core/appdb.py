@@ -7,6 +7,7 @@ holds the chunks (embedded or Weaviate).
 from __future__ import annotations
 
 import json
+import time
 import os
 import re
 import uuid
@@ -61,6 +62,15 @@ CREATE TABLE IF NOT EXISTS embed_cache (
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
+);
+-- Documents copied by `migrate --to` into another store: what a resumed copy skips.
+CREATE TABLE IF NOT EXISTS migrated (
+    target TEXT NOT NULL,
+    kb_id TEXT NOT NULL,
+    doc_id TEXT NOT NULL,
+    chunks INTEGER NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (target, kb_id, doc_id)
 );
 """
 
@@ -343,6 +353,19 @@ class AppDB:
         with self.db.transaction() as c:
             c.execute("INSERT OR REPLACE INTO meta VALUES (?,?)", (key, value))
 
+    # ---- migration progress -----------------------------------------------------------
+    def migrated(self, target: str) -> set[tuple[str, str]]:
+        rows = self.db.conn.execute("SELECT kb_id, doc_id FROM migrated WHERE target = ?", (target,)).fetchall()
+        return {(r["kb_id"], r["doc_id"]) for r in rows}
+
+    def mark_migrated(self, target: str, kb_id: str, doc_id: str, chunks: int) -> None:
+        with self.db.transaction() as c:
+            c.execute("INSERT OR REPLACE INTO migrated VALUES (?, ?, ?, ?, ?)", (target, kb_id, doc_id, chunks, time.time()))
+
+    def forget_migration(self, target: str) -> None:
+        with self.db.transaction() as c:
+            c.execute("DELETE FROM migrated WHERE target = ?", (target,))
+
 
 def owner_gone(pid: int | None) -> bool:
     """A row's writer is gone: no owner, or another process that no longer runs (this
@@ -360,4 +383,3 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-

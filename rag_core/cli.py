@@ -366,16 +366,21 @@ def cmd_migrate(args) -> int:
     ws = _workspace(args)
     if ws.settings.store != "embedded":
         raise GroundworkError("migrate copies from the embedded store: run it with RAG_STORE=embedded (the default)")
-    target = make_store(get_settings(args.data_dir, store=args.to), ws.db)
+    tsettings = get_settings(args.data_dir, store=args.to)
+    target = make_store(tsettings, ws.db)
     import time as _t
 
+    # the target's identity: a rerun into the same place resumes, another place starts afresh
+    key = f"{args.to}:{tsettings.weaviate_url or tsettings.data_dir}:{getattr(target, 'collection_name', '')}"
     t = _t.perf_counter()
-    res = ws.migrate_to(target)
+    res = ws.migrate_to(target, target_key=key, restart=args.restart)
     res["seconds"] = round(_t.perf_counter() - t, 1)
     res["chunks_per_s"] = round(res["chunks"] / max(res["seconds"], 1e-9), 1)
     target.close()
     _emit(args, res, f"copied {res['documents']} documents ({res['chunks']} chunks, vectors included) to {args.to} "
-                     f"in {res['seconds']} s; now run with RAG_STORE={args.to}")
+                     f"in {res['seconds']} s" + (f" ({res['skipped_already_copied']} copied before, skipped)"
+                                                 if res["skipped_already_copied"] else "")
+                     + f"; now run with RAG_STORE={args.to}")
     return 0
 
 
@@ -447,6 +452,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     mi = sub.add_parser("migrate", help="copy chunks and vectors to another store (no re-embedding)", parents=[common])
     mi.add_argument("--to", choices=["weaviate"], required=True)
+    mi.add_argument("--restart", action="store_true",
+                    help="copy every document again (by default a rerun resumes: documents already copied are skipped)")
     mi.set_defaults(func=cmd_migrate)
 
     ev = sub.add_parser("eval", help="evaluate retrieval", parents=[common])

@@ -118,7 +118,15 @@ class Settings(BaseSettings):
 
     weaviate_url: str | None = Field(default=None, validation_alias=AliasChoices("WEAVIATE_URL", "RAG_WEAVIATE_URL"))
     weaviate_api_key: str | None = Field(default=None, validation_alias=AliasChoices("WEAVIATE_API_KEY", "RAG_WEAVIATE_API_KEY"))
-    weaviate_grpc_port: int = Field(default=50051, validation_alias=AliasChoices("WEAVIATE_GRPC_PORT", "RAG_WEAVIATE_GRPC_PORT"))
+    # A cluster: WEAVIATE_URL lists its nodes ("http://a:8080,http://b:8080") and
+    # WEAVIATE_GRPC_PORT their gRPC ports in the same order ("50051,50051"; one port = all).
+    weaviate_grpc_port: int | str = Field(default=50051, validation_alias=AliasChoices("WEAVIATE_GRPC_PORT", "RAG_WEAVIATE_GRPC_PORT"))
+    # Used when our collection is created (a replication factor cannot change afterwards):
+    # copies of every shard (3 tolerates losing one node), shards (0 = one per node), and the
+    # consistency level of reads and writes (QUORUM: every read sees every acknowledged write).
+    weaviate_replication_factor: int = Field(default=1, ge=1, le=15)
+    weaviate_shards: int = Field(default=0, ge=0, le=1024)
+    weaviate_consistency: Literal["ONE", "QUORUM", "ALL"] = "QUORUM"
 
     @property
     def db_path(self) -> Path:
@@ -138,6 +146,12 @@ class Settings(BaseSettings):
         if self.llm_gguf:
             return f"{Path(self.llm_gguf).name} (local, llama.cpp)"
         return self.llm_model
+
+    @property
+    def weaviate_grpc_ports(self) -> list[int]:
+        ports = [int(p) for p in str(self.weaviate_grpc_port).split(",") if p.strip()]
+        nodes = len([u for u in (self.weaviate_url or "").split(",") if u.strip()]) or 1
+        return ports * nodes if len(ports) == 1 else ports
 
     @property
     def group_list(self) -> list[str]:

@@ -305,24 +305,37 @@ class Workspace:
         return self.answers.answer(self.answer_request(kb_names, question, history, user, groups, caller=caller))
 
     # ---- scale-out ---------------------------------------------------------------------
-    def migrate_to(self, target, progress=None) -> dict:
+    def migrate_to(self, target, progress=None, target_key: str | None = None, restart: bool = False) -> dict:
         """Copy every indexed document's chunks and stored vectors into another store
         (e.g. Weaviate) without re-embedding. The registry (SQLite) is shared, so after
-        this the app can switch RAG_STORE and find everything in place. Idempotent: a
-        document already in the target is replaced by the same chunks."""
-        docs = chunks = 0
+        this the app can switch RAG_STORE and find everything in place.
+
+        Resumable: with `target_key` (the target's address), each document is recorded here
+        once the target has acknowledged all its chunks, and a rerun after an interruption
+        skips those. A document cut off mid-copy is replaced whole on the rerun (its objects
+        have fixed ids, so nothing is duplicated); none is recorded before it is complete,
+        so nothing is missed. `restart` copies everything again."""
+        if target_key and restart:
+            self.appdb.forget_migration(target_key)
+        done = self.appdb.migrated(target_key) if target_key else set()
+        docs = chunks = skipped = 0
         kbs = self.list_kbs()
         for kb in kbs:
             for doc in self.appdb.list_documents(kb.kb_id, status="indexed"):  # with their vectors
+                if (kb.kb_id, doc.doc_id) in done:
+                    skipped += 1
+                    continue
                 cs = self.store.document_chunks(kb.kb_id, doc.doc_id)
                 vecs = self.store.vectors_for([c.chunk_id for c in cs])
                 target.delete_document(kb.kb_id, doc.doc_id)
                 target.add_chunks(cs, vecs)
+                if target_key:
+                    self.appdb.mark_migrated(target_key, kb.kb_id, doc.doc_id, len(cs))
                 docs += 1
                 chunks += len(cs)
                 if progress:
                     progress(docs)
-        return {"knowledge_bases": len(kbs), "documents": docs, "chunks": chunks}
+        return {"knowledge_bases": len(kbs), "documents": docs, "chunks": chunks, "skipped_already_copied": skipped}
 
     def close(self) -> None:
         if "job_runner" in self.__dict__:

@@ -20,3 +20,16 @@ def weaviate_server():
         pytest.skip(str(exc))
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def weaviate_cluster():
+    """A real 3-node Weaviate cluster on 127.0.0.1 (rag_core/stores/weaviate_local.py)."""
+    from rag_core.stores.weaviate_local import WeaviateUnavailable, start_cluster
+
+    try:
+        cluster = start_cluster(3, build=True)
+    except WeaviateUnavailable as exc:
+        pytest.skip(str(exc))
+    yield cluster
+    cluster.stop()

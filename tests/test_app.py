@@ -59,7 +59,11 @@ def test_create_kb_on_settings_page(data_dir):
     assert not at.exception and any("name" in e.value for e in at.error)
 
 
-def test_ask_question_shows_cited_answer_and_logs_it(data_dir, tmp_path):
+def test_ask_question_shows_cited_answer_and_logs_it(data_dir, tmp_path, monkeypatch):
+    from tests.helpers import CHAIN_STEPS, traced_steps
+
+    trace = tmp_path / "trace.jsonl"
+    monkeypatch.setenv("RAG_TRACE", f"jsonl:{trace}")  # the page must run the one answer chain
     ws = seed(data_dir, tmp_path)
     at = app().run()
     assert "Geo" in at.caption[0].value  # the only KB is selected by default
@@ -72,6 +76,8 @@ def test_ask_question_shows_cited_answer_and_logs_it(data_dir, tmp_path):
     assert any("Supported 100%" in c.value and "Answers the question" in c.value for c in at.caption)
     df = ws.feedback.frame()
     assert list(df["question"]) == ["How many volcanoes does Iceland have?"]
+    steps = traced_steps(trace)
+    assert steps[0] == "groundwork_answer" and set(steps) >= CHAIN_STEPS
     # an unanswerable question is shown as such, with suggestions
     at.chat_input[0].set_value("Who painted the Mona Lisa?").run()
     assert any("don't have information" in i.value for i in at.info)
@@ -263,3 +269,20 @@ def test_only_owners_and_admins_change_a_knowledge_base(data_dir, monkeypatch):
     assert next(b for b in at.button if b.label == "Save").disabled  # "Open" is not hers to change
     at.selectbox(key="settings_kb").set_value("Anns").run()
     assert not next(b for b in at.button if b.label == "Save").disabled
+
+
+def test_an_llm_that_does_not_answer_falls_back_visibly(data_dir, tmp_path, monkeypatch):
+    """The sidebar names the model; when its endpoint is down the answer is composed offline
+    and the page says so (a real connection refused, no fake)."""
+    from rag_core.generation.local_server import free_port
+
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{free_port()}/v1")  # nothing listens there
+    monkeypatch.setenv("RAG_LLM_MODEL", "my-model")
+    monkeypatch.setenv("RAG_LLM_RETRIES", "0")
+    seed(data_dir, tmp_path)
+    at = app().run()
+    assert any("LLM · my\\-model" in c.value for c in at.sidebar.caption)  # Markdown-escaped: names are input
+    at.chat_input[0].set_value("How many volcanoes does Iceland have?").run()
+    assert not at.exception
+    assert any("did not answer" in w.value and "composed offline" in w.value for w in at.warning)
+    assert "130 volcanoes" in " ".join(m.value for m in at.markdown)

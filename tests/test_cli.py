@@ -172,3 +172,21 @@ def test_verify_judges_answers_as_answers_to_the_question(data, tmp_path):
     bad.write_text('{"id": 1, "answer": 5}\n')
     p = run(data, "verify", "--pairs", str(bad), "--out", str(out), ok=False)
     assert p.returncode == 2 and "needs 'answer'" in p.stderr
+
+
+def test_ask_runs_the_answer_chain(data, tmp_path):
+    """`ask` goes through the same chain as the chat page (tests/test_app.py, the browser test):
+    the LangChain callbacks see the same steps."""
+    from tests.helpers import CHAIN_STEPS, traced_steps
+
+    run(data, "kb", "create", "geo")
+    (tmp_path / "v.md").write_text("# Volcanoes\n\nIceland has about 130 volcanoes.\n")
+    run(data, "ingest", "--kb", "geo", str(tmp_path / "v.md"))
+    trace = tmp_path / "trace.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "RAG_TRACE": f"jsonl:{trace}"}
+    p = subprocess.run([sys.executable, "-m", "rag_core", "ask", "--kb", "geo", "How many volcanoes does Iceland have?",
+                        "--json", "--data-dir", str(data)], capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
+    assert p.returncode == 0, p.stderr
+    assert "130" in json.loads(p.stdout)["answer"]
+    steps = traced_steps(trace)
+    assert steps[0] == "groundwork_answer" and set(steps) >= CHAIN_STEPS

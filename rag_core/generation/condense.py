@@ -18,10 +18,11 @@ import re
 
 from ..text.analysis import STOPWORDS
 
-_SUBJECT = {"it", "they", "he", "she", "this", "that", "these", "those"}
-_OBJECT = {"it", "them", "him", "her", "this", "that", "these", "those"}
+# "that" is left out: it is mostly a conjunction or relative pronoun ("found that a culture…").
+_SUBJECT = {"it", "they", "he", "she", "this", "these", "those"}
+_OBJECT = {"it", "them", "him", "her", "this", "these", "those"}
 _POSSESSIVE = {"its", "their", "his", "her"}
-_PRONOUN = re.compile(r"\b(it|its|they|them|their|he|she|him|his|her|this|that|these|those)\b", re.I)
+_PRONOUN = re.compile(r"\b(it|its|they|them|their|he|she|him|his|her|this|these|those)\b", re.I)
 _WORD = re.compile(r"[\w][\w'’\-]*")
 _QUOTED = re.compile(r"[\"“']([^\"”']{3,60})[\"”']")
 # Words that start a question or clause and are capitalised for that reason only.
@@ -31,7 +32,7 @@ _OPENERS = {"what", "who", "whom", "whose", "which", "when", "where", "why", "ho
 # After "her", these mean it is an object ("gave her to"), not a possessive ("her album").
 _NOT_NOUN = {"to", "in", "on", "at", "by", "for", "from", "with", "as", "and", "or", "but", "that", "than",
              "when", "after", "before", "about", "into", "over", "up", "out", "off", "back", "?", "."}
-_THIS_NOUN = re.compile(r"\b(this|that|these|those)\s+(?!is\b|was\b|are\b|were\b|do\b|does\b|did\b)[a-z]", re.I)
+_THIS_NOUN = re.compile(r"\b(this|these|those)\s+(?!is\b|was\b|are\b|were\b|do\b|does\b|did\b)[a-z]", re.I)
 MIN_STANDALONE_TERMS = 3
 
 
@@ -50,7 +51,7 @@ def topic(question: str) -> str | None:
         if not cur and w.lower() == "the" and i + 1 < len(words) and words[i + 1][0][0].isupper():
             cur.append(w)  # "the Eiffel Tower" keeps its article
             continue
-        named = w[0].isupper() and not (i == 0 and w.lower() in _OPENERS) and w.lower() not in {"i"}
+        named = w[0].isupper() and not (i == 0 and w.lower() in _OPENERS) and w.lower() not in STOPWORDS
         linker = w.lower() in {"of", "de", "the", "and", "von", "van", "du", "la"} and cur
         if named or (linker and i + 1 < len(words) and words[i + 1][0][0].isupper()):
             cur.append(w)
@@ -99,7 +100,7 @@ def condense(question: str, history: list[tuple[str, str]]) -> str:
 
 
 def _replace_first_pronoun(q: str, subject: str) -> str:
-    # "this/that + noun" ("this band") names its own thing; the subject stands beside it.
+    # "this + noun" ("this band") names its own thing; the subject stands beside it.
     if m := _THIS_NOUN.search(q):
         if not _PRONOUN.search(q[: m.start()]):
             return q

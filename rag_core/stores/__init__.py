@@ -18,7 +18,9 @@ def make_store(settings: Settings, db: Database) -> ChunkStore:
             raise GroundworkError("RAG_STORE=weaviate needs WEAVIATE_URL (e.g. http://localhost:8080)")
         from .weaviate_store import WeaviateStore
 
-        return WeaviateStore(settings.weaviate_url, settings.weaviate_api_key, settings.weaviate_grpc_port)
+        return WeaviateStore(settings.weaviate_url, settings.weaviate_api_key, settings.weaviate_grpc_ports,
+                             replication_factor=settings.weaviate_replication_factor,
+                             shards=settings.weaviate_shards or None, consistency=settings.weaviate_consistency)
     if settings.store == "weaviate-embedded":
         # A Weaviate process of our own, its data inside RAG_DATA_DIR, stopped at exit.
         import atexit

@@ -111,3 +111,172 @@ def start_weaviate(data_dir: Path | None = None, build: bool = False) -> Weaviat
             shutil.rmtree(data, ignore_errors=True)
 
     return WeaviateServer(url, grpc, stop)
+
+
+# ---- a local cluster (tests, benchmarks) ------------------------------------------------------
+@dataclass
+class ClusterNode:
+    name: str
+    http: int
+    grpc: int
+    gossip: int
+    data_port: int
+    raft: int
+    rpc: int
+    data: Path
+    proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.http}"
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
+def _ports_free(ports: list[int]) -> bool:
+    for p in ports:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", p))
+            except OSError:
+                return False
+    return True
+
+
+@dataclass
+class WeaviateCluster:
+    """N weaviate-server processes on 127.0.0.1 joined into one cluster (memberlist gossip +
+    Raft), each with its own ports and data folder. `kill(i)` is a SIGKILL (no shutdown),
+    `restart(i)` brings the node back on its own data."""
+
+    nodes: list[ClusterNode]
+    binary: Path
+    root: Path
+    temporary: bool
+
+    @property
+    def url(self) -> str:
+        return self.nodes[0].url
+
+    @property
+    def urls(self) -> str:
+        """All nodes, comma-separated: what WEAVIATE_URL takes for a cluster (failover)."""
+        return ",".join(n.url for n in self.nodes)
+
+    def _env(self, node: ClusterNode) -> dict:
+        first = self.nodes[0]
+        return {
+            **os.environ,
+            "AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED": "true", "PERSISTENCE_DATA_PATH": str(node.data),
+            "DEFAULT_VECTORIZER_MODULE": "none", "ENABLE_MODULES": "", "DISABLE_TELEMETRY": "true",
+            "LOG_LEVEL": "warning", "GRPC_PORT": str(node.grpc),
+            "CLUSTER_HOSTNAME": node.name, "CLUSTER_IN_LOCALHOST": "true", "CLUSTER_ADVERTISE_ADDR": "127.0.0.1",
+            "CLUSTER_GOSSIP_BIND_PORT": str(node.gossip), "CLUSTER_DATA_BIND_PORT": str(node.data_port),
+            **({} if node is first else {"CLUSTER_JOIN": f"127.0.0.1:{first.gossip}"}),
+            "RAFT_PORT": str(node.raft), "RAFT_INTERNAL_RPC_PORT": str(node.rpc),
+            "RAFT_JOIN": ",".join(f"{n.name}:{n.raft}" for n in self.nodes),
+            "RAFT_BOOTSTRAP_EXPECT": str(len(self.nodes)),
+        }
+
+    def start_node(self, i: int) -> None:
+        node = self.nodes[i]
+        node.data.mkdir(parents=True, exist_ok=True)
+        log = open(node.data / "server.log", "a")
+        node.proc = subprocess.Popen(
+            [str(self.binary), "--host", "127.0.0.1", "--port", str(node.http), "--scheme", "http"],
+            env=self._env(node), stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+
+    def wait_ready(self, timeout: float = 120.0, nodes: list[int] | None = None) -> float:
+        """Seconds until every (given) node answers ready and node 0 sees them all healthy."""
+        t0 = time.monotonic()
+        want = nodes if nodes is not None else list(range(len(self.nodes)))
+        while time.monotonic() - t0 < timeout:
+            dead = [self.nodes[i].name for i in want if not self.nodes[i].alive]
+            if dead:
+                raise RuntimeError(f"weaviate node(s) {dead} exited: " + self.log_tail(want[0]))
+            try:
+                if all(urllib.request.urlopen(self.nodes[i].url + "/v1/.well-known/ready", timeout=1).status == 200
+                       for i in want) and self.healthy_nodes() >= len(self.nodes):
+                    return time.monotonic() - t0
+            except OSError:
+                pass
+            time.sleep(0.25)
+        raise RuntimeError(f"cluster not ready in {timeout:.0f} s: " + self.log_tail(want[0]))
+
+    def healthy_nodes(self) -> int:
+        import json
+
+        for n in self.nodes:
+            if not n.alive:
+                continue
+            try:
+                with urllib.request.urlopen(n.url + "/v1/nodes", timeout=2) as r:
+                    return sum(1 for x in json.loads(r.read())["nodes"] if x.get("status") == "HEALTHY")
+            except OSError:
+                continue
+        return 0
+
+    def log_tail(self, i: int) -> str:
+        try:
+            return (self.nodes[i].data / "server.log").read_text(errors="replace")[-2000:]
+        except OSError:
+            return ""
+
+    def kill(self, i: int) -> None:
+        node = self.nodes[i]
+        if node.alive:
+            node.proc.kill()  # SIGKILL: no graceful shutdown, like a lost machine
+            node.proc.wait(timeout=20)
+
+    def restart(self, i: int) -> None:
+        self.kill(i)
+        self.start_node(i)
+
+    def stop(self) -> None:
+        for n in self.nodes:
+            if n.alive:
+                n.proc.terminate()
+        for n in self.nodes:
+            if n.proc is not None:
+                try:
+                    n.proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    n.proc.kill()
+        if self.temporary:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+def start_cluster(size: int = 3, root: Path | None = None, build: bool = False, timeout: float = 180.0) -> WeaviateCluster:
+    """A local cluster of `size` nodes from the same binary as `start_weaviate` (no
+    WEAVIATE_URL shortcut: a cluster is always ours)."""
+    binary = find_binary() or (build_binary() if build else None)
+    if binary is None:
+        raise WeaviateUnavailable(
+            f"no weaviate-server binary (go install github.com/weaviate/weaviate/cmd/weaviate-server@{WEAVIATE_VERSION})")
+    temporary = root is None
+    root = Path(root or tempfile.mkdtemp(prefix="gw-weaviate-cluster-"))
+    import random
+
+    rng = random.Random()
+    for _ in range(50):  # six consecutive free ports per node (data = gossip + 1, rpc = raft + 1)
+        base = rng.randrange(20000, 60000 - 10 * size)
+        ports = [base + 10 * i + j for i in range(size) for j in range(6)]
+        if _ports_free(ports):
+            break
+    else:
+        raise RuntimeError("no free port range for the cluster")
+    nodes = [ClusterNode(name=f"node{i}", http=base + 10 * i, grpc=base + 10 * i + 1, gossip=base + 10 * i + 2,
+                         data_port=base + 10 * i + 3, raft=base + 10 * i + 4, rpc=base + 10 * i + 5,
+                         data=root / f"node{i}") for i in range(size)]
+    cluster = WeaviateCluster(nodes, binary, root, temporary)
+    for i in range(size):
+        cluster.start_node(i)
+    try:
+        cluster.wait_ready(timeout)
+    except Exception:
+        cluster.stop()
+        raise
+    return cluster

@@ -12,11 +12,21 @@ Design choices:
 - Weaviate has no multi-object transactions: a document is written with one batch and, if
   any object fails, every object of that document is deleted again before the error is
   raised, so no half document stays.
+- A cluster (README "Scaling out"): the collection is created with `replication_factor`
+  copies of every shard, asynchronous replication (the background repair that lets a node
+  that was down catch up) and DeleteOnConflict (a delete a down node missed wins over its
+  stale copy, so a deleted document never comes back). Reads and writes use QUORUM by
+  default: a write is acknowledged once a majority holds it and a read asks a majority, so
+  every read sees every acknowledged write (R + W > N), and one node of three may be lost
+  without an error. `url` may list several nodes ("http://a:8080,http://b:8080"): when the
+  node we talk to stops answering, the call is retried once on the next node (the one
+  retry the fault test allows).
 """
 
 from __future__ import annotations
 
 import re
+import time
 from urllib.parse import urlparse
 
 import numpy as np
@@ -45,22 +55,70 @@ def _import():
 class WeaviateStore:
     name = "weaviate"
 
-    def __init__(self, url: str, api_key: str | None = None, grpc_port: int = 50051, collection: str = COLLECTION):
+    def __init__(self, url: str, api_key: str | None = None, grpc_port: int | list[int] = 50051,
+                 collection: str = COLLECTION, *, replication_factor: int = 1, shards: int | None = None,
+                 consistency: str = "QUORUM", async_replication: bool = True):
         (self._wv, self._Configure, self._DataType, self._Property, self._Tok, self._Filter, self._Fusion,
          self._Meta, self._uuid5) = _import()
-        u = urlparse(url if "://" in url else f"http://{url}")
-        auth = self._wv.classes.init.Auth.api_key(api_key) if api_key else None
-        try:
-            self.client = self._wv.connect_to_custom(
-                http_host=u.hostname, http_port=u.port or (443 if u.scheme == "https" else 80),
-                http_secure=u.scheme == "https", grpc_host=u.hostname, grpc_port=grpc_port,
-                grpc_secure=u.scheme == "https", auth_credentials=auth,
-            )
-        except Exception as exc:  # noqa: BLE001 - connection errors come in many types
-            raise GroundworkError(f"cannot reach Weaviate at {url} (gRPC port {grpc_port}): {exc}") from None
+        urls = [x.strip() for x in url.split(",") if x.strip()]
+        ports = grpc_port if isinstance(grpc_port, list) else [grpc_port] * len(urls)
+        if len(ports) != len(urls):
+            raise GroundworkError("give one gRPC port per Weaviate node (WEAVIATE_GRPC_PORT, comma-separated)")
+        self._nodes = list(zip(urls, ports))
+        self._node = 0
+        self._auth = self._wv.classes.init.Auth.api_key(api_key) if api_key else None
         self.collection_name = collection
+        self.replication_factor, self.shards, self.async_replication = replication_factor, shards, async_replication
+        self.consistency = consistency.upper()
+        self.retries = 0  # calls that succeeded only on the one retry (failover), for the fault test's report
+        self.client = self._connect(0)
         self._ensure_schema()
-        self.coll = self.client.collections.get(collection)
+        self._bind()
+
+    def _connect(self, start: int):
+        """The first node from `start` on that accepts a connection."""
+        last = None
+        for k in range(len(self._nodes)):
+            i = (start + k) % len(self._nodes)
+            url, grpc_port = self._nodes[i]
+            u = urlparse(url if "://" in url else f"http://{url}")
+            try:
+                client = self._wv.connect_to_custom(
+                    http_host=u.hostname, http_port=u.port or (443 if u.scheme == "https" else 80),
+                    http_secure=u.scheme == "https", grpc_host=u.hostname, grpc_port=grpc_port,
+                    grpc_secure=u.scheme == "https", auth_credentials=self._auth,
+                )
+                self._node = i
+                return client
+            except Exception as exc:  # noqa: BLE001 - connection errors come in many types
+                last = exc
+        urls = ", ".join(u for u, _ in self._nodes)
+        raise GroundworkError(f"cannot reach Weaviate at {urls}: {last}") from None
+
+    def _bind(self) -> None:
+        level = getattr(self._wv.classes.config.ConsistencyLevel, self.consistency)
+        self.coll = self.client.collections.get(self.collection_name).with_consistency_level(level)
+
+    def _retry(self, call):
+        """Run `call()`; when the node stops answering, reconnect (to the next node of a
+        cluster) and run it once more. A second failure is raised."""
+        try:
+            return call()
+        except GroundworkError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            if not _is_connection_error(exc):
+                raise
+            try:
+                self.client.close()
+            except Exception:  # noqa: BLE001 - it is gone already
+                pass
+            time.sleep(0.2)
+            self.client = self._connect(self._node + 1 if len(self._nodes) > 1 else self._node)
+            self._bind()
+            out = call()
+            self.retries += 1
+            return out
 
     # ---- schema ----------------------------------------------------------------------
     def _ensure_schema(self) -> None:
@@ -80,10 +138,16 @@ class WeaviateStore:
             *(P(name=n, data_type=T.INT) for n in _INTS),
         ]
         if not self.client.collections.exists(self.collection_name):
+            from weaviate.classes.config import ReplicationDeletionStrategy
+
             self.client.collections.create(
                 self.collection_name, properties=props, vector_config=self._Configure.Vectors.self_provided(),
                 # the same BM25 parameters as the embedded store (Anserini's BEIR defaults)
                 inverted_index_config=self._Configure.inverted_index(bm25_k1=0.9, bm25_b=0.4),
+                replication_config=self._Configure.replication(
+                    factor=self.replication_factor, async_enabled=self.async_replication and self.replication_factor > 1,
+                    deletion_strategy=ReplicationDeletionStrategy.DELETE_ON_CONFLICT),
+                sharding_config=self._Configure.sharding(desired_count=self.shards) if self.shards else None,
                 description=f"groundwork chunks, schema {SCHEMA_VERSION}",
             )
             return
@@ -121,13 +185,13 @@ class WeaviateStore:
             objs.append(DataObject(properties=props, vector=vec.tolist() if vec is not None else None,
                                    uuid=self._uuid5(ch.chunk_id)))
         try:
-            res = self.coll.data.insert_many(objs)
+            res = self._retry(lambda: self.coll.data.insert_many(objs))  # an upsert by uuid: safe to repeat
             errors = res.errors
         except Exception as exc:  # noqa: BLE001
             errors = {0: exc}
         if errors:
             for key in {f"{c.kb_id}/{c.doc_id}" for c in chunks}:
-                self.coll.data.delete_many(where=self._Filter.by_property("doc_key").equal(key))
+                self._retry(lambda: self.coll.data.delete_many(where=self._Filter.by_property("doc_key").equal(key)))
             first = next(iter(errors.values()))
             raise GroundworkError(f"Weaviate refused {len(errors)} of {len(objs)} chunks: {getattr(first, 'message', first)}")
 
@@ -144,18 +208,19 @@ class WeaviateStore:
         objs = [DataObject(properties=dict(by_id[cid].properties), vector=vec.tolist(), uuid=self._uuid5(cid))
                 for cid, vec in zip(chunk_ids, vectors) if cid in by_id]
         if objs:
-            res = self.coll.data.insert_many(objs)
+            res = self._retry(lambda: self.coll.data.insert_many(objs))
             if res.errors:
                 first = next(iter(res.errors.values()))
                 raise GroundworkError(f"Weaviate refused {len(res.errors)} vectors: {getattr(first, 'message', first)}")
         return len(objs)
 
     def delete_document(self, kb_id: str, doc_id: str) -> int:
-        res = self.coll.data.delete_many(where=self._Filter.by_property("doc_key").equal(f"{kb_id}/{doc_id}"))
+        res = self._retry(lambda: self.coll.data.delete_many(
+            where=self._Filter.by_property("doc_key").equal(f"{kb_id}/{doc_id}")))
         return int(res.successful)
 
     def delete_kb(self, kb_id: str) -> int:
-        res = self.coll.data.delete_many(where=self._Filter.by_property("kb_id").equal(kb_id))
+        res = self._retry(lambda: self.coll.data.delete_many(where=self._Filter.by_property("kb_id").equal(kb_id)))
         return int(res.successful)
 
     # ---- filters ---------------------------------------------------------------------
@@ -199,16 +264,18 @@ class WeaviateStore:
         terms = " ".join(analyze(query))
         if not terms or k <= 0:
             return []
-        res = self.coll.query.bm25(query=terms, query_properties=["content"], limit=k, filters=self._where(filters),
-                                   return_metadata=self._Meta(score=True))
+        res = self._retry(lambda: self.coll.query.bm25(
+            query=terms, query_properties=["content"], limit=k, filters=self._where(filters),
+            return_metadata=self._Meta(score=True)))
         return [ScoredChunk(self._chunk(o), float(o.metadata.score), {"keyword": float(o.metadata.score)})
                 for o in res.objects]
 
     def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilters) -> list[ScoredChunk]:
         if k <= 0:
             return []
-        res = self.coll.query.near_vector(near_vector=np.asarray(vector, dtype=np.float32).tolist(), limit=k,
-                                          filters=self._where(filters), return_metadata=self._Meta(distance=True))
+        res = self._retry(lambda: self.coll.query.near_vector(
+            near_vector=np.asarray(vector, dtype=np.float32).tolist(), limit=k, filters=self._where(filters),
+            return_metadata=self._Meta(distance=True)))
         out = []
         for o in res.objects:
             s = 1.0 - float(o.metadata.distance)  # cosine distance → cosine similarity
@@ -222,12 +289,12 @@ class WeaviateStore:
         if k <= 0:
             return []
         q = np.asarray(vector, dtype=np.float32)
-        res = self.coll.query.hybrid(
+        res = self._retry(lambda: self.coll.query.hybrid(
             query=" ".join(analyze(query)) or query, vector=q.tolist(), alpha=alpha,
             fusion_type=self._Fusion.RANKED if fusion == "rrf" else self._Fusion.RELATIVE_SCORE,
             query_properties=["content"], filters=self._where(filters), limit=k, include_vector=True,
             return_metadata=self._Meta(score=True, explain_score=True),
-        )
+        ))
         out = []
         for o in res.objects:
             vec = o.vector.get("default") if isinstance(o.vector, dict) else o.vector
@@ -239,7 +306,8 @@ class WeaviateStore:
         return out
 
     def _fetch(self, where, include_vector: bool = False, limit: int = 10000):
-        return self.coll.query.fetch_objects(filters=where, limit=limit, include_vector=include_vector).objects
+        return self._retry(lambda: self.coll.query.fetch_objects(
+            filters=where, limit=limit, include_vector=include_vector)).objects
 
     def get_chunks(self, chunk_ids: list[str]) -> list[Chunk]:
         if not chunk_ids:
@@ -267,14 +335,26 @@ class WeaviateStore:
 
     def count(self, kb_id: str | None = None) -> int:
         where = self._Filter.by_property("kb_id").equal(kb_id) if kb_id else None
-        return int(self.coll.aggregate.over_all(total_count=True, filters=where).total_count)
+        return int(self._retry(lambda: self.coll.aggregate.over_all(total_count=True, filters=where)).total_count)
 
     def health(self) -> dict:
         ready = self.client.is_ready()
         n = self.count() if ready else 0
+        rep = self.client.collections.get(self.collection_name).config.get().replication_config
         # every object carries its self-provided vector and its BM25 terms
         return {"store": self.name, "ok": bool(ready), "chunks": n, "vectors": n, "keyword_rows": n,
-                "version": self.client.get_meta().get("version")}
+                "version": self.client.get_meta().get("version"), "node": self._nodes[self._node][0],
+                "replication_factor": rep.factor, "consistency": self.consistency}
 
     def close(self) -> None:
         self.client.close()
+
+
+def _is_connection_error(exc: Exception) -> bool:
+    """The node is unreachable or went away mid-call (not a bad query): worth one retry."""
+    name = type(exc).__name__
+    text = str(exc)
+    return (name in {"WeaviateConnectionError", "WeaviateGRPCUnavailableError", "WeaviateClosedClientError",
+                     "ConnectError", "ReadError", "RemoteProtocolError", "WeaviateStartUpError"}
+            or "UNAVAILABLE" in text or "Connection refused" in text or "connection reset" in text.lower()
+            or "Socket closed" in text or "failed to connect" in text.lower())

@@ -71,7 +71,8 @@ def streamlit_app(data: Path, host: str = "127.0.0.1", env: dict | None = None, 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     data = tmp_path_factory.mktemp("e2e") / "data"
-    with streamlit_app(data) as (url, started_s):
+    # Every answer's steps traced through LangChain callbacks: the page must run the one chain.
+    with streamlit_app(data, env={"RAG_TRACE": f"jsonl:{data.parent / 'trace.jsonl'}"}) as (url, started_s):
         yield url, started_s, data
 
 
@@ -178,6 +179,11 @@ def test_new_user_journey(server, page, tmp_path, shot_on_failure):
     reply.get_by_text("Flat is better than nested").first.wait_for()
     page.get_by_text("Supported").first.wait_for()
     page.screenshot(path=str(SHOTS / "3-chat-answer.png"), full_page=True)
+    # the browser's question went through the answer chain, step by step (as `ask` does: test_cli)
+    from tests.helpers import CHAIN_STEPS, traced_steps
+
+    steps = traced_steps(server[2].parent / "trace.jsonl")
+    assert steps[0] == "groundwork_answer" and set(steps) >= CHAIN_STEPS, steps
 
     # click the citation: the cited page opens as an image with the passage highlighted
     reply.get_by_role("button", name="google-doc-document.pdf · p. 1").click()

