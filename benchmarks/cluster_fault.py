@@ -13,7 +13,9 @@ first (WEAVIATE_URL lists all three):
   (the one failover retry the store allows) and any private or deleted document returned
   are logged.
 Two seconds in, node 0 is killed with SIGKILL; `--down-s` later it is restarted on its own
-data. After the load: every acknowledged, undeleted document must be found whole; no deleted
+data. (The Weaviate client itself retries a refused gRPC call with back-off for ~15 s before
+raising; then the store fails over to the next node. So with a node down for longer than
+that, calls fail over; shorter, they wait: the report shows the longest query meanwhile.) After the load: every acknowledged, undeleted document must be found whole; no deleted
 document may be returned; each node's copy must hold the same number of objects (read from
 /v1/nodes: the time until they agree is the catch-up time). The test
 (tests/stores/test_weaviate_cluster.py) asserts these; this prints the figures.
@@ -62,7 +64,7 @@ def _doc(i: int) -> tuple[list[Chunk], np.ndarray]:
 
 def role_ingest(args) -> None:
     store = _store(args.urls, args.ports)
-    log = open(args.log, "a", buffering=1)
+    log = open(args.log, "a", buffering=1)  # closed at exit; line-buffered so a crash loses nothing
     for i in range(args.docs):
         chunks, vecs = _doc(i)
         t = time.time()
@@ -97,7 +99,8 @@ def role_query(args) -> None:
             res = store.hybrid_search(q, v / np.linalg.norm(v), 10, bob)
             docs = sorted({r.chunk.doc_id for r in res})
             private = [r.chunk.doc_id for r in res if r.chunk.acl_users]
-            log.write(json.dumps({"ev": "q", "t": t, "docs": docs, "private": private}) + "\n")
+            log.write(json.dumps({"ev": "q", "t": t, "ms": round((time.time() - t) * 1000, 1), "docs": docs,
+                                  "private": private}) + "\n")
         except Exception as exc:  # noqa: BLE001
             errors += 1
             log.write(json.dumps({"ev": "query_error", "t": t, "error": str(exc)[:200]}) + "\n")
@@ -121,6 +124,11 @@ def node_counts(cluster, collection: str = COLLECTION) -> dict[str, int]:
         except OSError:
             pass
     return out
+
+
+def _pct(xs: list[float], p: float) -> float | None:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))] if xs else None
 
 
 def run_fault(cluster, workdir: Path, docs: int = 300, down_s: float = 10.0, pause: float = 0.02,
@@ -190,12 +198,15 @@ def run_fault(cluster, workdir: Path, docs: int = 300, down_s: float = 10.0, pau
     idone = next((e for e in ievents if e["ev"] == "ingest_done"), {})
     return {
         "replication_factor": rep.factor, "async_replication": rep.async_enabled,
-        "deletion_strategy": str(rep.deletion_strategy), "consistency": "QUORUM",
+        "deletion_strategy": rep.deletion_strategy.value, "consistency": "QUORUM",
         "docs": docs, "node_down_s": round(back_at - killed_at, 1), "load_s": round(load_end - t0, 1),
         "writes_acknowledged": len(acked), "write_errors": sum(e["ev"] == "write_error" for e in ievents),
         "deletes": len(deleted), "delete_errors": sum(e["ev"] == "delete_error" for e in ievents),
         "ingest_retries": idone.get("retries"),
         "queries": qdone["queries"], "queries_while_node_down": len(during),
+        "query_ms_p50_before_fault": _pct([e["ms"] for e in queries if e["t"] < killed_at], 50),
+        "query_ms_max_while_node_down": max((e["ms"] for e in during), default=None),
+        "query_ms_p50_after_restart": _pct([e["ms"] for e in queries if e["t"] > back_at], 50),
         "query_errors": qdone["errors"], "query_retries": qdone["retries"],
         "private_returned_to_bob": sum(len(e["private"]) for e in queries),
         "deleted_returned": len(deleted_returned),

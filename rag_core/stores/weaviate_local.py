@@ -165,8 +165,7 @@ class WeaviateCluster:
         """All nodes, comma-separated: what WEAVIATE_URL takes for a cluster (failover)."""
         return ",".join(n.url for n in self.nodes)
 
-    def _env(self, node: ClusterNode) -> dict:
-        first = self.nodes[0]
+    def _env(self, node: ClusterNode, join: list[ClusterNode]) -> dict:
         return {
             **os.environ,
             "AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED": "true", "PERSISTENCE_DATA_PATH": str(node.data),
@@ -174,20 +173,36 @@ class WeaviateCluster:
             "LOG_LEVEL": "warning", "GRPC_PORT": str(node.grpc),
             "CLUSTER_HOSTNAME": node.name, "CLUSTER_IN_LOCALHOST": "true", "CLUSTER_ADVERTISE_ADDR": "127.0.0.1",
             "CLUSTER_GOSSIP_BIND_PORT": str(node.gossip), "CLUSTER_DATA_BIND_PORT": str(node.data_port),
-            **({} if node is first else {"CLUSTER_JOIN": f"127.0.0.1:{first.gossip}"}),
+            **({"CLUSTER_JOIN": ",".join(f"127.0.0.1:{n.gossip}" for n in join)} if join else {}),
             "RAFT_PORT": str(node.raft), "RAFT_INTERNAL_RPC_PORT": str(node.rpc),
             "RAFT_JOIN": ",".join(f"{n.name}:{n.raft}" for n in self.nodes),
             "RAFT_BOOTSTRAP_EXPECT": str(len(self.nodes)),
         }
 
-    def start_node(self, i: int) -> None:
+    def start_node(self, i: int, join: list[int] | None = None) -> None:
+        """Start node i; it joins the gossip of the nodes in `join` (default: every other
+        node that runs — none for the very first one)."""
         node = self.nodes[i]
         node.data.mkdir(parents=True, exist_ok=True)
+        peers = [self.nodes[j] for j in join] if join is not None else [n for n in self.nodes if n is not node and n.alive]
         log = open(node.data / "server.log", "a")
         node.proc = subprocess.Popen(
             [str(self.binary), "--host", "127.0.0.1", "--port", str(node.http), "--scheme", "http"],
-            env=self._env(node), stdout=log, stderr=subprocess.STDOUT)
+            env=self._env(node, peers), stdout=log, stderr=subprocess.STDOUT)
         log.close()
+
+    def wait_listening(self, i: int, timeout: float = 60.0) -> None:
+        """Until node i's gossip port accepts connections (others can join it)."""
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < timeout:
+            if not self.nodes[i].alive:
+                raise RuntimeError(f"weaviate {self.nodes[i].name} exited: " + self.log_tail(i))
+            with socket.socket() as s:
+                s.settimeout(0.5)
+                if s.connect_ex(("127.0.0.1", self.nodes[i].gossip)) == 0:
+                    return
+            time.sleep(0.1)
+        raise RuntimeError(f"{self.nodes[i].name} did not open its gossip port: " + self.log_tail(i))
 
     def wait_ready(self, timeout: float = 120.0, nodes: list[int] | None = None) -> float:
         """Seconds until every (given) node answers ready and node 0 sees them all healthy."""
@@ -272,9 +287,11 @@ def start_cluster(size: int = 3, root: Path | None = None, build: bool = False, 
                          data_port=base + 10 * i + 3, raft=base + 10 * i + 4, rpc=base + 10 * i + 5,
                          data=root / f"node{i}") for i in range(size)]
     cluster = WeaviateCluster(nodes, binary, root, temporary)
-    for i in range(size):
-        cluster.start_node(i)
     try:
+        cluster.start_node(0, join=[])
+        cluster.wait_listening(0)
+        for i in range(1, size):
+            cluster.start_node(i, join=[0])
         cluster.wait_ready(timeout)
     except Exception:
         cluster.stop()

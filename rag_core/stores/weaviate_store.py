@@ -26,7 +26,9 @@ Design choices:
 from __future__ import annotations
 
 import re
-import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from urllib.parse import urlparse
 
 import numpy as np
@@ -71,6 +73,8 @@ class WeaviateStore:
         self.replication_factor, self.shards, self.async_replication = replication_factor, shards, async_replication
         self.consistency = consistency.upper()
         self.retries = 0  # calls that succeeded only on the one retry (failover), for the fault test's report
+        self.probe_after_s = 2.0
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="weaviate-call")
         self.client = self._connect(0)
         self._ensure_schema()
         self._bind()
@@ -101,24 +105,51 @@ class WeaviateStore:
 
     def _retry(self, call):
         """Run `call()`; when the node stops answering, reconnect (to the next node of a
-        cluster) and run it once more. A second failure is raised."""
+        cluster) and run it once more. A second failure is raised.
+
+        The client library itself retries a refused gRPC call with back-off for about a
+        minute before it raises, which would freeze every request while a node is down. So
+        with several nodes a call that has not returned after `probe_after_s` makes us ask
+        the node whether it is alive; if it is not, the call is run on the next node at once
+        (every call here is a read or an idempotent upsert/delete by id, so running it again
+        is safe) and the stuck one is left to fail on its own."""
+        if len(self._nodes) == 1:
+            try:
+                return call()
+            except GroundworkError:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                if not _is_connection_error(exc):
+                    raise
+                return self._failover_and(call)
+        fut = self._pool.submit(call)
         try:
-            return call()
+            return fut.result(timeout=self.probe_after_s)
+        except FutureTimeout:
+            if self._alive(self._node):
+                return fut.result()  # slow, not gone (a big batch on a busy cluster)
         except GroundworkError:
             raise
         except Exception as exc:  # noqa: BLE001
             if not _is_connection_error(exc):
                 raise
-            try:
-                self.client.close()
-            except Exception:  # noqa: BLE001 - it is gone already
-                pass
-            time.sleep(0.2)
-            self.client = self._connect(self._node + 1 if len(self._nodes) > 1 else self._node)
-            self._bind()
-            out = call()
-            self.retries += 1
-            return out
+        return self._failover_and(call)
+
+    def _failover_and(self, call):
+        stuck = self.client
+        self.client = self._connect(self._node + 1 if len(self._nodes) > 1 else self._node)
+        self._bind()
+        self._pool.submit(_close_quietly, stuck)  # it may still be inside the library's back-off
+        out = call()
+        self.retries += 1
+        return out
+
+    def _alive(self, i: int) -> bool:
+        try:
+            with urllib.request.urlopen(self._nodes[i][0].rstrip("/") + "/v1/.well-known/live", timeout=1) as r:
+                return r.status == 200
+        except OSError:
+            return False
 
     # ---- schema ----------------------------------------------------------------------
     def _ensure_schema(self) -> None:
@@ -348,6 +379,7 @@ class WeaviateStore:
 
     def close(self) -> None:
         self.client.close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _is_connection_error(exc: Exception) -> bool:
@@ -358,3 +390,10 @@ def _is_connection_error(exc: Exception) -> bool:
                      "ConnectError", "ReadError", "RemoteProtocolError", "WeaviateStartUpError"}
             or "UNAVAILABLE" in text or "Connection refused" in text or "connection reset" in text.lower()
             or "Socket closed" in text or "failed to connect" in text.lower())
+
+
+def _close_quietly(client) -> None:
+    try:
+        client.close()
+    except Exception:  # noqa: BLE001 - it is gone already
+        pass
