@@ -113,21 +113,15 @@ class WeaviateStore:
         the node whether it is alive; if it is not, the call is run on the next node at once
         (every call here is a read or an idempotent upsert/delete by id, so running it again
         is safe) and the stuck one is left to fail on its own."""
-        if len(self._nodes) == 1:
-            try:
-                return call()
-            except GroundworkError:
-                raise
-            except Exception as exc:  # noqa: BLE001
-                if not _is_connection_error(exc):
-                    raise
-                return self._failover_and(call)
-        fut = self._pool.submit(call)
         try:
-            return fut.result(timeout=self.probe_after_s)
-        except FutureTimeout:
-            if self._alive(self._node):
-                return fut.result()  # slow, not gone (a big batch on a busy cluster)
+            if len(self._nodes) == 1:
+                return call()
+            fut = self._pool.submit(call)
+            try:
+                return fut.result(timeout=self.probe_after_s)
+            except FutureTimeout:
+                if self._alive(self._node):
+                    return fut.result()  # slow, not gone (a big batch on a busy cluster)
         except GroundworkError:
             raise
         except Exception as exc:  # noqa: BLE001
