@@ -293,11 +293,7 @@ class AnswerEngine:
         yield AnswerEvent("status", CHECKING)
         t = time.perf_counter()
         question = turn.standalone
-        draft = attach_markers(draft)
-        claims, grounding = self.verify.invoke((draft, sources, question), config)
-        draft, auto_cited = _cite_uncited(draft, claims)
-        if auto_cited:
-            claims, grounding = self.verify.invoke((draft, sources, question), config)
+        draft, claims, grounding, auto_cited = self._checked(draft, sources, question, config)
         rounds = revised = 0
         while (self._llm_ok(turn) and not ctx.lookup_source and self.settings.llm_crag
                and rounds < self.settings.llm_crag_rounds
@@ -333,11 +329,7 @@ class AnswerEngine:
                 yield AnswerEvent("notice", turn.models["llm_error"])
                 yield AnswerEvent("restart", draft)
                 break
-            redo = attach_markers("".join(parts))
-            c2, g2 = self.verify.invoke((redo, more, question), config)
-            redo, n2 = _cite_uncited(redo, c2)
-            if n2:
-                c2, g2 = self.verify.invoke((redo, more, question), config)
+            redo, c2, g2, n2 = self._checked("".join(parts), more, question, config)
             if confidence(g2, answers_question(c2)) < confidence(grounding, answers_question(claims)):
                 # The rewrite is worse: show the first answer again, and say so.
                 yield AnswerEvent("restart", draft)
@@ -371,8 +363,7 @@ class AnswerEngine:
                 "the written answer does not answer the question "
                 f"(best {aq:.2f}, below the {self.settings.answer_threshold:.2f} needed)")))
             return
-        turn = _timed(turn, verify=_ms(t))
-        turn = _timed(turn, total=_ms(turn.t0))
+        turn = _timed(turn, verify=_ms(t), total=_ms(turn.t0))
         reading = ctx.reading
         yield AnswerEvent("answer", answer=Answer(
             question=turn.req.question, text=res.text, citations=res.citations, claims=claims,
@@ -392,6 +383,16 @@ class AnswerEngine:
         reading = ctx.reading or self.extractive.read(ctx.turn.standalone, ctx.sources)
         ex = self.extractive.compose(reading)
         return ex.text, ex.snippets
+
+    def _checked(self, draft: str, sources: list[ScoredChunk], question: str, config):
+        """A written draft with its markers placed, uncited sentences cited where a passage
+        supports them, and verified: (draft, claims, grounding, sentences cited by us)."""
+        draft = attach_markers(draft)
+        claims, grounding = self.verify.invoke((draft, sources, question), config)
+        draft, auto_cited = _cite_uncited(draft, claims)
+        if auto_cited:
+            claims, grounding = self.verify.invoke((draft, sources, question), config)
+        return draft, claims, grounding, auto_cited
 
     def _verify_step(self, args: tuple[str, list[ScoredChunk], str]) -> tuple[list[Claim], float]:
         draft, sources, question = args

@@ -33,12 +33,6 @@ class WeaviateServer:
     stop: Callable[[], None]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def find_binary() -> Path | None:
     if os.environ.get("WEAVIATE_BIN"):
         return Path(os.environ["WEAVIATE_BIN"])
@@ -60,57 +54,31 @@ def build_binary() -> Path | None:
     return find_binary()
 
 
-def start_weaviate(data_dir: Path | None = None, build: bool = False) -> WeaviateServer:
-    if os.environ.get("WEAVIATE_URL"):
-        return WeaviateServer(os.environ["WEAVIATE_URL"], int(os.environ.get("WEAVIATE_GRPC_PORT", "50051")), lambda: None)
+def _binary(build: bool, why: str) -> Path:
     binary = find_binary() or (build_binary() if build else None)
     if binary is None:
         raise WeaviateUnavailable(
-            "neither WEAVIATE_URL nor Go to build weaviate-server "
-            f"(go install github.com/weaviate/weaviate/cmd/weaviate-server@{WEAVIATE_VERSION})"
-        )
+            f"{why} (go install github.com/weaviate/weaviate/cmd/weaviate-server@{WEAVIATE_VERSION})")
+    return binary
+
+
+def start_weaviate(data_dir: Path | None = None, build: bool = False) -> WeaviateServer:
+    """One local server: a one-node `WeaviateCluster` named "node1" whose data is `data_dir`
+    itself (the layout RAG_STORE=weaviate-embedded has always had), or a temporary folder."""
+    if os.environ.get("WEAVIATE_URL"):
+        return WeaviateServer(os.environ["WEAVIATE_URL"], int(os.environ.get("WEAVIATE_GRPC_PORT", "50051")), lambda: None)
+    binary = _binary(build, "neither WEAVIATE_URL nor Go to build weaviate-server")
     temporary = data_dir is None
-    data = str(data_dir) if data_dir else tempfile.mkdtemp(prefix="gw-weaviate-")
-    Path(data).mkdir(parents=True, exist_ok=True)
-    http, grpc = _free_port(), _free_port()
-    env = {
-        **os.environ,
-        "AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED": "true", "PERSISTENCE_DATA_PATH": data,
-        "DEFAULT_VECTORIZER_MODULE": "none", "ENABLE_MODULES": "", "DISABLE_TELEMETRY": "true",
-        "CLUSTER_HOSTNAME": "node1", "CLUSTER_ADVERTISE_ADDR": "127.0.0.1", "GRPC_PORT": str(grpc),
-        "CLUSTER_GOSSIP_BIND_PORT": str(_free_port()), "CLUSTER_DATA_BIND_PORT": str(_free_port()),
-        "RAFT_PORT": str(_free_port()), "RAFT_INTERNAL_RPC_PORT": str(_free_port()),
-        "RAFT_BOOTSTRAP_EXPECT": "1", "RAFT_JOIN": "node1", "LOG_LEVEL": "warning",
-    }
-    log = open(Path(data) / "server.log", "w")
-    proc = subprocess.Popen([str(binary), "--host", "127.0.0.1", "--port", str(http), "--scheme", "http"],
-                            env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{http}"
-    for _ in range(240):
-        if proc.poll() is not None:
-            break
-        try:
-            if urllib.request.urlopen(url + "/v1/.well-known/ready", timeout=1).status == 200:
-                break
-        except OSError:
-            time.sleep(0.25)
-    else:
-        proc.kill()
-        raise RuntimeError("weaviate did not become ready in 60 s; log: " + (Path(data) / "server.log").read_text()[-2000:])
-    if proc.poll() is not None:
-        raise RuntimeError("weaviate exited: " + (Path(data) / "server.log").read_text()[-2000:])
-
-    def stop() -> None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
-        if temporary:
-            shutil.rmtree(data, ignore_errors=True)
-
-    return WeaviateServer(url, grpc, stop)
+    data = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="gw-weaviate-"))
+    server = WeaviateCluster([_node("node1", _free_port_block(1), data)], binary, data, temporary)
+    try:
+        server.start_node(0, join=[])
+        server.wait_ready(60)
+    except Exception:
+        server.stop()
+        raise
+    node = server.nodes[0]
+    return WeaviateServer(node.url, node.grpc, server.stop)
 
 
 # ---- a local cluster (tests, benchmarks) ------------------------------------------------------
@@ -264,28 +232,32 @@ class WeaviateCluster:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start_cluster(size: int = 3, root: Path | None = None, build: bool = False, timeout: float = 180.0) -> WeaviateCluster:
-    """A local cluster of `size` nodes from the same binary as `start_weaviate` (no
-    WEAVIATE_URL shortcut: a cluster is always ours)."""
-    binary = find_binary() or (build_binary() if build else None)
-    if binary is None:
-        raise WeaviateUnavailable(
-            f"no weaviate-server binary (go install github.com/weaviate/weaviate/cmd/weaviate-server@{WEAVIATE_VERSION})")
-    temporary = root is None
-    root = Path(root or tempfile.mkdtemp(prefix="gw-weaviate-cluster-"))
+def _free_port_block(size: int) -> int:
+    """A base port with ten consecutive ports per node, the six each node uses free."""
     import random
 
     rng = random.Random()
-    for _ in range(50):  # six consecutive free ports per node (data = gossip + 1, rpc = raft + 1)
+    for _ in range(50):
         base = rng.randrange(20000, 60000 - 10 * size)
-        ports = [base + 10 * i + j for i in range(size) for j in range(6)]
-        if _ports_free(ports):
-            break
-    else:
-        raise RuntimeError("no free port range for the cluster")
-    nodes = [ClusterNode(name=f"node{i}", http=base + 10 * i, grpc=base + 10 * i + 1, gossip=base + 10 * i + 2,
-                         data_port=base + 10 * i + 3, raft=base + 10 * i + 4, rpc=base + 10 * i + 5,
-                         data=root / f"node{i}") for i in range(size)]
+        if _ports_free([base + 10 * i + j for i in range(size) for j in range(6)]):
+            return base
+    raise RuntimeError("no free port range for a local Weaviate")
+
+
+def _node(name: str, base: int, data: Path) -> ClusterNode:
+    # data = gossip + 1 and rpc = raft + 1, as Weaviate's own local multi-node scripts lay them out
+    return ClusterNode(name=name, http=base, grpc=base + 1, gossip=base + 2, data_port=base + 3, raft=base + 4,
+                       rpc=base + 5, data=data)
+
+
+def start_cluster(size: int = 3, root: Path | None = None, build: bool = False, timeout: float = 180.0) -> WeaviateCluster:
+    """A local cluster of `size` nodes from the same binary as `start_weaviate` (no
+    WEAVIATE_URL shortcut: a cluster is always ours)."""
+    binary = _binary(build, "no weaviate-server binary")
+    temporary = root is None
+    root = Path(root or tempfile.mkdtemp(prefix="gw-weaviate-cluster-"))
+    base = _free_port_block(size)
+    nodes = [_node(f"node{i}", base + 10 * i, root / f"node{i}") for i in range(size)]
     cluster = WeaviateCluster(nodes, binary, root, temporary)
     try:
         cluster.start_node(0, join=[])

@@ -17,7 +17,8 @@ Design choices:
   that was down catch up) and DeleteOnConflict (a delete a down node missed wins over its
   stale copy, so a deleted document never comes back). Reads and writes use QUORUM by
   default: a write is acknowledged once a majority holds it and a read asks a majority, so
-  every read sees every acknowledged write (R + W > N), and one node of three may be lost
+  every object read sees every acknowledged write (R + W > N; a search just after a
+  write was once seen to miss it: README), and one node of three may be lost
   without an error. `url` may list several nodes ("http://a:8080,http://b:8080"): when the
   node we talk to stops answering, the call is retried once on the next node (the one
   retry the fault test allows).

@@ -9,7 +9,6 @@ Screenshots of every page go to test-output/screenshots/.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from rag_core.generation.local_server import free_port
+
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO.parent / "shared" / "data" / "pdfs-py-pdf-sample-files" / "011-google-doc-document" / "google-doc-document.pdf"
 CHROMIUM = "/usr/bin/chromium"
@@ -27,12 +28,6 @@ SHOTS = REPO / "test-output" / "screenshots"
 pytestmark = pytest.mark.skipif(
     not Path(CHROMIUM).exists(), reason="Debian chromium is not installed (.ci/run installs it)"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager
