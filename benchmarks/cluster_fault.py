@@ -81,7 +81,8 @@ def role_ingest(args) -> None:
             except Exception as exc:  # noqa: BLE001
                 log.write(json.dumps({"ev": "delete_error", "doc": f"d{i}", "error": str(exc)[:200]}) + "\n")
         time.sleep(args.pause)
-    log.write(json.dumps({"ev": "ingest_done", "retries": store.retries, "t": time.time()}) + "\n")
+    log.write(json.dumps({"ev": "ingest_done", "retries": store.retries, "writes_below_all": store.writes_below_all,
+                          "t": time.time()}) + "\n")
     store.close()
 
 
@@ -200,9 +201,11 @@ def run_fault(cluster, workdir: Path, docs: int = 300, down_s: float = 10.0, pau
         "replication_factor": rep.factor, "async_replication": rep.async_enabled,
         "deletion_strategy": rep.deletion_strategy.value, "consistency": "QUORUM",
         "docs": docs, "node_down_s": round(back_at - killed_at, 1), "load_s": round(load_end - t0, 1),
-        "writes_acknowledged": len(acked), "write_errors": sum(e["ev"] == "write_error" for e in ievents),
+        "writes_acknowledged": len(acked),
+        "writes_acknowledged_while_node_down": sum(killed_at <= e["t"] <= back_at for e in acked.values()),
+        "write_errors": sum(e["ev"] == "write_error" for e in ievents),
         "deletes": len(deleted), "delete_errors": sum(e["ev"] == "delete_error" for e in ievents),
-        "ingest_retries": idone.get("retries"),
+        "ingest_retries": idone.get("retries"), "writes_below_all": idone.get("writes_below_all"),
         "queries": qdone["queries"], "queries_while_node_down": len(during),
         "query_ms_p50_before_fault": _pct([e["ms"] for e in queries if e["t"] < killed_at], 50),
         "query_ms_max_while_node_down": max((e["ms"] for e in during), default=None),

@@ -122,10 +122,14 @@ class Settings(BaseSettings):
     # WEAVIATE_GRPC_PORT their gRPC ports in the same order ("50051,50051"; one port = all).
     weaviate_grpc_port: int | str = Field(default=50051, validation_alias=AliasChoices("WEAVIATE_GRPC_PORT", "RAG_WEAVIATE_GRPC_PORT"))
     # Used when our collection is created (a replication factor cannot change afterwards):
-    # copies of every shard (3 tolerates losing one node), shards (0 = one per node), and the
-    # consistency level of reads and writes (QUORUM: every read sees every acknowledged write).
+    # copies of every shard (3 tolerates losing one node), shards, and the consistency level of
+    # reads and writes (QUORUM: every read sees every acknowledged write). One shard by
+    # default: Weaviate keeps BM25 statistics (idf, average length) per shard, so with several
+    # shards the same chunk scores differently depending on where its uuid lands, and the
+    # store contract failed on rankings (3 shards on 3 nodes, most runs). Shard only when one
+    # node cannot hold a copy of the collection (0 = Weaviate's one per node).
     weaviate_replication_factor: int = Field(default=1, ge=1, le=15)
-    weaviate_shards: int = Field(default=0, ge=0, le=1024)
+    weaviate_shards: int = Field(default=1, ge=0, le=1024)
     weaviate_consistency: Literal["ONE", "QUORUM", "ALL"] = "QUORUM"
 
     @property

@@ -17,9 +17,9 @@ Design choices:
   that was down catch up) and DeleteOnConflict (a delete a down node missed wins over its
   stale copy, so a deleted document never comes back). Reads and writes use QUORUM by
   default: a write is acknowledged once a majority holds it and a read asks a majority, so
-  every object read sees every acknowledged write (R + W > N; a search just after a
-  write was once seen to miss it: README), and one node of three may be lost
-  without an error. `url` may list several nodes ("http://a:8080,http://b:8080"): when the
+  every object read sees every acknowledged write (R + W > N; a search reads one copy), and
+  one node of three may be lost without an error. One shard by default: BM25 statistics are
+  per shard in Weaviate, so several shards make keyword scores depend on placement. `url` may list several nodes ("http://a:8080,http://b:8080"): when the
   node we talk to stops answering, the call is retried once on the next node (the one
   retry the fault test allows).
 """
@@ -59,7 +59,7 @@ class WeaviateStore:
     name = "weaviate"
 
     def __init__(self, url: str, api_key: str | None = None, grpc_port: int | list[int] = 50051,
-                 collection: str = COLLECTION, *, replication_factor: int = 1, shards: int | None = None,
+                 collection: str = COLLECTION, *, replication_factor: int = 1, shards: int | None = 1,
                  consistency: str = "QUORUM", async_replication: bool = True):
         (self._wv, self._Configure, self._DataType, self._Property, self._Tok, self._Filter, self._Fusion,
          self._Meta, self._uuid5) = _import()

@@ -30,7 +30,9 @@ def open_weaviate(path, request):
 
 
 def open_weaviate_cluster(path, request):
-    """The same contract on a 3-node cluster, every shard replicated 3 times (QUORUM)."""
+    """The same contract on a 3-node cluster: one shard (the default) with 3 copies, QUORUM.
+    (With one shard per node, Weaviate's per-shard BM25 statistics reordered results in
+    most runs: hence the default of one shard.)"""
     from rag_core.stores.weaviate_store import WeaviateStore
 
     cluster = request.getfixturevalue("weaviate_cluster")
