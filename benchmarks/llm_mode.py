@@ -55,11 +55,13 @@ def truly_unsupported(sentence: str, passages: list[str], golds: list[str]) -> b
 def run(args) -> dict:
     model_path = gguf(args.model)
     settings = get_settings(args.data_dir, llm_gguf=model_path, llm_threads=args.threads, llm_ctx=args.ctx,
-                            llm_max_tokens=args.max_tokens, llm_timeout=300)
+                            llm_max_tokens=args.max_tokens, llm_timeout=300,
+                            llm_relevance_check=args.relevance_check,
+                            **({"llm_context_passages": args.context_passages} if args.context_passages else {}))
     ws = Workspace(settings)
     data = json.loads((SQUAD / "dev-v2.0-reconstructed.json").read_text())
     build_kb(ws, data)
-    answerable, impossible = questions(data, "test", args.n)
+    answerable, impossible = questions(data, args.split, args.n)
     if args.limit:
         answerable, impossible = answerable[: args.limit], impossible[: args.limit]
     t = time.perf_counter()
@@ -127,7 +129,9 @@ def run(args) -> dict:
     sentences = sum(r["sentences"] for r in rows)
     n_uns = len(unsupported)
     summary = {
-        "model": args.model, "gguf": model_path.name, "threads": args.threads, "server_start_and_warm_s": round(startup, 1),
+        "model": args.model, "split": args.split, "llm_context_passages": settings.llm_context_passages,
+        "llm_relevance_check": settings.llm_relevance_check,
+        "gguf": model_path.name, "threads": args.threads, "server_start_and_warm_s": round(startup, 1),
         "answerable": len(A), "unanswerable": len(U),
         "answerable_correct_and_cited": round(sum(r["correct"] for r in A) / max(len(A), 1), 4),
         "answerable_answered": round(sum(not r["abstained"] for r in A) / max(len(A), 1), 4),
@@ -153,7 +157,8 @@ def run(args) -> dict:
         "total_s_p50": round(percentile([r["total_s"] for r in rows], 50), 2),
     }
     OUT.mkdir(exist_ok=True)
-    stem = f"llm_mode_{args.model.replace('.', '')}"
+    stem = f"llm_mode_{args.model.replace('.', '')}" + ("" if args.split == "test" else f"_{args.split}") + (
+        f"_ctx{args.context_passages}" if args.context_passages else "") + ("_rc" if args.relevance_check else "")
     (OUT / f"{stem}.json").write_text(json.dumps(summary, indent=2) + "\n")
     with (OUT / f"{stem}_rows.jsonl").open("w") as fh:
         for r in rows:
@@ -172,6 +177,10 @@ def main() -> None:
     ap.add_argument("--model", choices=["0.5b", "1.5b"], default="0.5b")
     ap.add_argument("--n", type=int, default=100, help="answerable and unanswerable questions each")
     ap.add_argument("--limit", type=int, default=0, help="use only the first LIMIT of each (a subset of the same draw)")
+    ap.add_argument("--split", choices=["test", "calib"], default="test",
+                    help="calib: SQuAD v2.0 articles 17-19 (train side), to choose settings on")
+    ap.add_argument("--context-passages", type=int, default=0, help="override llm_context_passages")
+    ap.add_argument("--relevance-check", action="store_true", help="RAG_LLM_RELEVANCE_CHECK: the model says yes/no first")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--ctx", type=int, default=4096)
     ap.add_argument("--max-tokens", type=int, default=200)

@@ -101,6 +101,11 @@ class Settings(BaseSettings):
     # One rewrite at most by default: each costs a full generation (~10–30 s for a small local
     # model on 2 cores), and a rewrite that is not better supported is discarded anyway.
     llm_crag_rounds: int = Field(default=1, ge=0, le=5)
+    # The passages the model reads: the reader's best-answering ones first, at most this many.
+    # A small model cites [1] by habit and loses the answer among many passages; fewer
+    # passages also cut the prompt (time to first token). Chosen on the train side
+    # (benchmarks/llm_mode.py --split calib).
+    llm_context_passages: int = Field(default=4, ge=1, le=50)
 
     # Answering. One gate: abstain unless some retrieved sentence answers the question —
     # the reader model's calibrated P(answers) of the best sentence must reach

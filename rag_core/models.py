@@ -184,6 +184,9 @@ class Claim:
     score: float  # support strength in [0, 1]
     cited: list[int] = field(default_factory=list)  # marker numbers the sentence cites
     best_source: int | None = None  # marker of the passage that supports it best
+    # marker of the passage, among all given, that supports it (≥ the supported level) when
+    # that is not one it cites: the checker moves a wrong citation there
+    supported_by: int | None = None
     answers: float | None = None  # P(this sentence answers the question), when a question is known
 
     def to_dict(self) -> dict[str, Any]:
@@ -210,7 +213,7 @@ class Answer:
     timings_ms: dict[str, float] = field(default_factory=dict)
     standalone_question: str = ""
     revised: int = 0  # times corrective retrieval rewrote the answer (shown with the answer)
-    auto_cited: int = 0  # sentences the model left uncited that the checker cited (their best-supporting passage)
+    auto_cited: int = 0  # sentences the checker cited: left uncited, or citing a passage that does not support them
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

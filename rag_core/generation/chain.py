@@ -39,7 +39,7 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import RunnableConfig, RunnableGenerator, RunnableLambda
 
 from ..config import Settings
-from ..grounding.citations import attach_markers, markers_in, resolve
+from ..grounding.citations import MARKER, attach_markers, resolve
 from ..grounding.verify import Verifier, answer_sentences, answers_question, confidence, grounding_score, plain
 from ..models import Answer, Claim, KnowledgeBase, RetrievalSettings, ScoredChunk, SearchFilters
 from ..reader import get_reader
@@ -234,7 +234,7 @@ class AnswerEngine:
         turn = ctx.turn
         if not ctx.sources:
             return replace(ctx, abstain="no passage in the selected knowledge bases matched the question")
-        # LLM mode answers from every retrieved passage, so every one is read for the gate.
+        # LLM mode: every retrieved passage is read, to give the model the best-answering ones.
         reading = self.extractive.read(turn.standalone, ctx.sources,
                                        max_passages=len(ctx.sources) if self.chat is not None else None)
         abstain = None
@@ -242,15 +242,39 @@ class AnswerEngine:
             abstain = ("the closest passages mention the topic but no sentence in them answers the question "
                        f"(best {reading.best:.2f}, below the {self.settings.answer_threshold:.2f} needed)")
         turn = _timed(turn, read=_ms(t))
+        ctx = replace(ctx, turn=turn, reading=reading)
+        if abstain is None and self._llm_ok(turn):
+            ctx = self._focus(ctx)
         if abstain is None and self._llm_ok(turn) and self.settings.llm_relevance_check:
             try:
+                # the answer's own prompt plus the task: the server's prompt cache then
+                # serves the answer's prompt, so the check costs a few tokens
                 msgs = self._prompt_value(turn, ctx.sources, RELEVANCE_TASK)
                 verdict = self.llm.invoke(self.prompt.invoke(msgs, config), config)
                 if verdict.strip().lower().startswith("no"):
                     abstain = "the language model found no answer to the question in the retrieved passages"
             except Exception as exc:  # noqa: BLE001
                 turn = self._failed(turn, exc)
-        return replace(ctx, turn=turn, reading=reading, abstain=abstain)
+        return replace(ctx, turn=turn, abstain=abstain)
+
+    def _focus(self, ctx: Context) -> Context:
+        """LLM mode: the passages the model reads, those holding the reader's best-answering
+        sentences first, at most `llm_context_passages`. Passages without a sentence read
+        keep their retrieval order after the read ones. The reading is renumbered to match,
+        so an offline fallback cites the same numbers."""
+        reading = ctx.reading
+        if reading is None or not reading.cands:
+            return ctx
+        best: dict[int, float] = {}
+        for (si, _, _), p in zip(reading.cands, reading.probs):
+            best[si] = max(best.get(si, 0.0), float(p))
+        order = sorted(range(len(ctx.sources)), key=lambda i: (-best.get(i, -1.0), i))
+        order = order[: self.settings.llm_context_passages]
+        new = {old: k for k, old in enumerate(order)}
+        keep = [i for i, (si, _, _) in enumerate(reading.cands) if si in new]
+        focused = Reading([(new[si], k, s) for si, k, s in (reading.cands[i] for i in keep)],
+                          reading.probs[keep], reading.features[keep])
+        return replace(ctx, sources=[ctx.sources[i] for i in order], reading=focused)
 
     def _respond(self, inputs: Iterator[Context], config: RunnableConfig) -> Iterator[AnswerEvent]:
         ctx: Context | None = None
@@ -385,11 +409,12 @@ class AnswerEngine:
         return ex.text, ex.snippets
 
     def _checked(self, draft: str, sources: list[ScoredChunk], question: str, config):
-        """A written draft with its markers placed, uncited sentences cited where a passage
-        supports them, and verified: (draft, claims, grounding, sentences cited by us)."""
+        """A written draft with its markers placed, uncited and mis-cited sentences cited
+        where a passage supports them, and verified: (draft, claims, grounding, sentences
+        cited by us)."""
         draft = attach_markers(draft)
         claims, grounding = self.verify.invoke((draft, sources, question), config)
-        draft, auto_cited = _cite_uncited(draft, claims)
+        draft, auto_cited = _fix_citations(draft, claims)
         if auto_cited:
             claims, grounding = self.verify.invoke((draft, sources, question), config)
         return draft, claims, grounding, auto_cited
@@ -477,20 +502,25 @@ def _rrf_merge(lists: list[list[ScoredChunk]], k: int) -> list[ScoredChunk]:
     return [by_id[cid] for cid, _ in sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))[:k]]
 
 
-def _cite_uncited(draft: str, claims: list[Claim]) -> tuple[str, int]:
-    """A sentence the model left uncited gets the passage the verifier found supporting it
-    best (small models often forget markers). Its label is then judged against that
-    passage like any cited sentence; unsupported sentences stay uncited."""
-    best = {c.text: c.best_source for c in claims if not c.cited and c.best_source and c.label != "unsupported"}
-    if not best:
+def _fix_citations(draft: str, claims: list[Claim]) -> tuple[str, int]:
+    """Citations placed by the checker, not the model (small models forget markers, and
+    often cite [1] whatever the fact's passage):
+    - a sentence left uncited gets the passage the verifier found supporting it best;
+    - a sentence whose cited passages do not support it, while another passage does, cites
+      that passage instead.
+    Their labels are then judged against the new passage like any citation; an unsupported
+    sentence stays as it is (uncited, or with the model's citation, shown as unsupported)."""
+    new = {c.text: c.best_source for c in claims if not c.cited and c.best_source and c.label != "unsupported"}
+    new.update({c.text: c.supported_by for c in claims if c.cited and c.supported_by})
+    if not new:
         return draft, 0
     out, n = [], 0
     for sent in answer_sentences(draft):
         text = plain(sent)
-        if text in best and not markers_in(sent):
-            body = sent.rstrip()
+        if text in new:
+            body = re.sub(r"\s+([.!?])", r"\1", MARKER.sub("", sent)).rstrip()
             end = body[-1] if body[-1:] in (".", "!", "?") else ""
-            sent = f"{body[:-1] if end else body} [{best[text]}]{end}"
+            sent = f"{body[:-1].rstrip() if end else body} [{new[text]}]{end}"
             n += 1
         out.append(sent.strip())
     return " ".join(out), n

@@ -21,16 +21,27 @@ class ResolvedCitations:
     mapping: dict[int, int]  # original source number → shown number
 
 
+_LEADING = re.compile(r"^\s*((?:\[\s*(?:sources?\s*)?\d{1,3}(?:\s*[,;]\s*\d{1,3})*\s*\]\s*)+)", re.I)
+_SENTENCE_END = re.compile(r"[.!?…][\"'”’)]*(?=\s|$)")
 _TRAILING = re.compile(r"([.!?…])([\"'”’)]*)((?:\s*\[\s*(?:sources?\s*)?\d{1,3}(?:\s*[,;]\s*\d{1,3})*\s*\])+)", re.I)
 
 
 def attach_markers(text: str) -> str:
     """"… the crust. [1] Next" → "… the crust [1]. Next": a marker written after the full
-    stop belongs to the sentence before it, not to the next one."""
+    stop belongs to the sentence before it, not to the next one. Markers that open the
+    answer ("[1] The crust …", a small model copying the sources' layout) belong to its
+    first sentence, unless that sentence cites already."""
     def fix(m: re.Match) -> str:
         marks = "".join(re.findall(r"\[[^\[\]]+\]", m.group(3)))
         return f" {marks}{m.group(1)}{m.group(2)}"
 
+    lead = _LEADING.match(text)
+    if lead:
+        marks = "".join(re.findall(r"\[[^\[\]]+\]", lead.group(1)))
+        rest = text[lead.end():]
+        end = _SENTENCE_END.search(rest)
+        cut = end.start() if end else len(rest.rstrip())
+        text = rest if MARKER.search(rest[:cut]) else f"{rest[:cut].rstrip()} {marks}{rest[cut:]}"
     return _TRAILING.sub(fix, text)
 
 

@@ -137,7 +137,10 @@ class Verifier:
                 best = best_any + 1 if best_any is not None else None
                 score = min(s_any, (SUPPORTED + PARTIAL) / 2)  # uncited: partial at best
             label = "supported" if score >= SUPPORTED else "partial" if score >= PARTIAL else "unsupported"
-            claims.append(Claim(text=text, label=label, score=round(score, 4), cited=valid, best_source=best))
+            elsewhere = (best_any + 1 if best_any is not None and s_any >= SUPPORTED
+                         and (not valid or max(float(support[i, n - 1]) for n in valid) < SUPPORTED) else None)
+            claims.append(Claim(text=text, label=label, score=round(score, 4), cited=valid, best_source=best,
+                                supported_by=elsewhere))
         if question:
             firsts, title_list, scale = [], [], []
             for i, c in enumerate(claims):

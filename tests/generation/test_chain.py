@@ -114,6 +114,41 @@ def test_uncited_sentences_get_their_supporting_passage(ws):
     assert a.claims[1].cited == [] and a.claims[1].label == "unsupported"  # nothing supports it: no citation
 
 
+def test_a_sentence_citing_the_wrong_passage_is_recited_to_the_one_that_supports_it(ws):
+    # The model (a fake: no LLM runs here) states a Moon fact from the prompt's [2] but
+    # cites [1], as small models do by habit. The prompt's passages are recorded to know
+    # which number is which.
+    chat = RecordingChat(responses=["Paris is the capital of France [2]. The Moon orbits the Earth every 27.3 days [1]."])
+    chat.seen.clear()
+    ws.settings.llm_crag = False
+    a = engine(ws, chat).answer(ws.answer_request(["facts"], "What is the capital of France?"))
+    user = chat.seen[-1][1].content
+    where = {name: user.index(name) for name in ("Paris is the capital", "The Moon orbits")}
+    assert where["Paris is the capital"] < where["The Moon orbits"]  # so [1] is Paris, [2] the Moon
+    assert a.auto_cited == 2
+    by_source = {c.source: c for c in a.citations}
+    claims = {c.text: c for c in a.claims}
+    moon = claims["The Moon orbits the Earth every 27.3 days."]
+    paris = claims["Paris is the capital of France."]
+    assert moon.label == paris.label == "supported"
+    assert [by_source["moon.txt"].n] == moon.cited and [by_source["paris.md"].n] == paris.cited
+
+
+def test_llm_reads_the_best_answering_passages_first_and_at_most_the_configured_number(ws):
+    chat = RecordingChat(responses=["The Moon orbits the Earth every 27.3 days [1]."])
+    chat.seen.clear()
+    e = engine(ws, chat)
+    e.settings.llm_context_passages = 1
+    try:
+        a = e.answer(ws.answer_request(["facts"], "How long does the Moon take to orbit the Earth?"))
+    finally:
+        e.settings.llm_context_passages = 4
+    user = chat.seen[-1][1].content
+    assert user.count("<source ") == 1 and "The Moon orbits" in user and "Paris" not in user
+    assert a.citations[0].source == "moon.txt" and a.claims[0].label == "supported"
+    assert 'file="moon.txt"' in user and "moon.txt (page" not in user  # metadata in attributes, not text
+
+
 def test_injected_instructions_do_not_take_over_extractive(ws):
     a = ws.ask(["facts"], "How long does the Moon take to orbit the Earth?")
     assert "pirate" not in a.text.lower() and "27.3 days" in a.text

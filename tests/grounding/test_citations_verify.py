@@ -30,6 +30,14 @@ def test_attach_markers_moves_trailing_markers_into_the_sentence():
     assert split_claims("One thing here. [1] Another thing there [2].") == [("One thing here.", [1]), ("Another thing there.", [2])]
 
 
+def test_markers_opening_the_answer_belong_to_its_first_sentence():
+    # a small model copying the sources' layout writes the marker first
+    assert split_claims("[1] The crust is thin. It moves [2].") == [("The crust is thin.", [1]), ("It moves.", [2])]
+    assert attach_markers("[3] Yoder was decided in 1972") == "Yoder was decided in 1972 [3]"
+    # a first sentence that cites already keeps its own marker
+    assert split_claims("[1] Disobedience is aggression [2].") == [("Disobedience is aggression.", [2])]
+
+
 @pytest.fixture(scope="module")
 def verifier():
     return Verifier(reader=get_reader())

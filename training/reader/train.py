@@ -109,6 +109,7 @@ def main() -> None:
     ap.add_argument("--ckpt-every", type=int, default=250)
     ap.add_argument("--limit", type=int, default=0, help="train on the first N pairs only (smoke runs)")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--init", default="", help="start from a previous run's final weights (another epoch, new order)")
     args = ap.parse_args()
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
@@ -122,7 +123,7 @@ def main() -> None:
     calib = load_pairs(pairs / "calib.jsonl")
 
     tok = AutoTokenizer.from_pretrained(base_model_dir())
-    model = AutoModelForSequenceClassification.from_pretrained(base_model_dir(), num_labels=1)
+    model = AutoModelForSequenceClassification.from_pretrained(args.init or base_model_dir(), num_labels=1)
     model.bert.embeddings.word_embeddings.weight.requires_grad_(False)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
