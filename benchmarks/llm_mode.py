@@ -52,11 +52,42 @@ def truly_unsupported(sentence: str, passages: list[str], golds: list[str]) -> b
     return not words or len(words & have) / len(words) < 0.5
 
 
+def written_aq(a) -> float | None:
+    """P(answers) of what the model wrote: shown answers carry it, and an answer check's
+    abstention states it; None when nothing was written (the reader's gate, the model's own
+    "I don't know", the relevance check)."""
+    if not a.abstained:
+        return a.answers_question if a.mode == "llm" else None
+    m = re.search(r"written answer does not answer the question \(best ([\d.]+)", a.reason or "")
+    return float(m.group(1)) if m else None
+
+
+def answer_check_curve(rows: list[dict], used: float) -> tuple[list[dict], dict]:
+    """Answerable correct / unanswerable abstained as the written-answer threshold rises from
+    `used` (the run's own; below it the withheld answers are unknown), and the threshold the
+    gate's rule picks: abstain most while keeping ≥ 90% of the correct answers at `used`."""
+    A = [r for r in rows if r["label"] == "answerable"]
+    U = [r for r in rows if r["label"] == "impossible"]
+
+    def abstains(r, t):
+        return (r["abstained"] and r["written_aq"] is None) or (r["written_aq"] is not None and r["written_aq"] < t)
+
+    curve = []
+    for t in sorted({round(used, 2), *(round(x * 0.05, 2) for x in range(0, 17) if x * 0.05 > used)}):
+        curve.append({"threshold": t,
+                      "answerable_correct": round(sum(1 for r in A if r["correct"] and not abstains(r, t)) / max(len(A), 1), 4),
+                      "unanswerable_abstained": round(sum(1 for r in U if abstains(r, t)) / max(len(U), 1), 4)})
+    floor = 0.9 * curve[0]["answerable_correct"]
+    chosen = max((c for c in curve if c["answerable_correct"] >= floor), key=lambda c: (c["unanswerable_abstained"], -c["threshold"]))
+    return curve, chosen
+
+
 def run(args) -> dict:
     model_path = gguf(args.model)
     settings = get_settings(args.data_dir, llm_gguf=model_path, llm_threads=args.threads, llm_ctx=args.ctx,
                             llm_max_tokens=args.max_tokens, llm_timeout=300,
                             llm_relevance_check=args.relevance_check,
+                            **({"llm_answer_threshold": args.answer_threshold} if args.answer_threshold is not None else {}),
                             **({"llm_context_passages": args.context_passages} if args.context_passages else {}))
     ws = Workspace(settings)
     data = json.loads((SQUAD / "dev-v2.0-reconstructed.json").read_text())
@@ -118,7 +149,7 @@ def run(args) -> dict:
                 "pieces_per_s": round((pieces - 1) / max(end - first, 1e-3), 2) if first and llm_answered and gen_s else None,
                 "total_s": round(end - t0, 2), "sentences": len(a.claims),
                 "unsupported": sum(1 for c in a.claims if c.label == "unsupported"),
-                "answer": a.text[:400],
+                "answer": a.text[:400], "written_aq": written_aq(a),
             })
             r = rows[-1]
             print(json.dumps({k: r[k] for k in ("label", "abstained", "correct", "ttft_s", "total_s")}), flush=True)
@@ -155,7 +186,11 @@ def run(args) -> dict:
         "ttft_s_p95": round(percentile(ttft, 95), 2) if ttft else None,
         "stream_pieces_per_s_p50": round(percentile(speed, 50), 1) if speed else None,
         "total_s_p50": round(percentile([r["total_s"] for r in rows], 50), 2),
+        "llm_answer_threshold": settings.llm_answer_threshold,
     }
+    curve, chosen = answer_check_curve(rows, settings.llm_answer_threshold)
+    summary["answer_check_curve"] = curve
+    summary["answer_check_chosen_by_rule"] = chosen
     OUT.mkdir(exist_ok=True)
     stem = f"llm_mode_{args.model.replace('.', '')}" + ("" if args.split == "test" else f"_{args.split}") + (
         f"_ctx{args.context_passages}" if args.context_passages else "") + ("_rc" if args.relevance_check else "")
@@ -181,6 +216,8 @@ def main() -> None:
                     help="calib: SQuAD v2.0 articles 17-19 (train side), to choose settings on")
     ap.add_argument("--context-passages", type=int, default=0, help="override llm_context_passages")
     ap.add_argument("--relevance-check", action="store_true", help="RAG_LLM_RELEVANCE_CHECK: the model says yes/no first")
+    ap.add_argument("--answer-threshold", type=float, default=None,
+                    help="override llm_answer_threshold (run calib at the gate's 0.16 to choose it)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--ctx", type=int, default=4096)
     ap.add_argument("--max-tokens", type=int, default=200)

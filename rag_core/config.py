@@ -114,6 +114,14 @@ class Settings(BaseSettings):
     # the test-split trade-off curve is in rag_core/reader/model/MODEL_CARD.md.
     # It does not depend on a corpus's BM25 statistics or the reranker's scale.
     answer_threshold: float = Field(default=0.16, ge=0.0, le=1.0)
+    # The same rule applied to what an LLM wrote: its best sentence's P(answers) must reach
+    # this. Higher than the gate's, because a written answer is one the model already chose
+    # (a right one holds the answer sentence and scores high; an invention or a near-miss
+    # paraphrase does not). Chosen on the train side by the gate's own rule (abstain most
+    # while keeping ≥ 90% of the correct answers at the gate's threshold), over the pooled
+    # calib runs of both benchmark models (0.5B: 2 × 60 questions, 1.5B: 60):
+    # `benchmarks/llm_mode.py --split calib --answer-threshold 0.16`, "answer_check_curve".
+    llm_answer_threshold: float = Field(default=0.30, ge=0.0, le=1.0)
     reader_threads: int = Field(default=0, ge=0, le=64, description="onnxruntime threads for the reader (0 = default)")
     confidence_threshold: float = Field(default=0.5, ge=0.0, le=1.0)  # CRAG trigger (on answers_question × grounding)
     # The line drawn on the analytics latency chart: a whole answer (retrieval to verified

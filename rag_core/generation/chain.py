@@ -300,6 +300,7 @@ class AnswerEngine:
                 yield AnswerEvent("notice", turn.models["llm_error"])
                 if parts:
                     yield AnswerEvent("restart")
+        by_llm = bool(draft)
         if not draft:
             draft, snippets = self._offline_draft(ctx)
             if not draft:
@@ -379,13 +380,15 @@ class AnswerEngine:
             c.best_source = res.mapping.get(c.best_source) if c.best_source else None
         # A document lookup ("show me the biography file") is answered by showing that document.
         aq = 1.0 if ctx.lookup_source else answers_question(claims)
-        if self.chat is not None and not ctx.lookup_source and aq < self.settings.answer_threshold:
-            # The gate's rule, applied to what the model wrote: a written answer in which no
-            # sentence answers the question (a fluent invention, an echo of the question) is
-            # not shown as an answer. Offline answers are the gate's own sentences already.
+        # The gate's rule, applied to what the model wrote: a written answer in which no
+        # sentence answers the question (a fluent invention, an echo of the question, a
+        # near-miss paraphrase) is not shown as an answer. An offline answer after an LLM
+        # failure is the gate's own sentences, held to the gate's threshold.
+        need = self.settings.llm_answer_threshold if by_llm else self.settings.answer_threshold
+        if self.chat is not None and not ctx.lookup_source and aq < need:
             yield AnswerEvent("answer", answer=self._abstain(replace(ctx, turn=turn), (
                 "the written answer does not answer the question "
-                f"(best {aq:.2f}, below the {self.settings.answer_threshold:.2f} needed)")))
+                f"(best {aq:.2f}, below the {need:.2f} needed)")))
             return
         turn = _timed(turn, verify=_ms(t), total=_ms(turn.t0))
         reading = ctx.reading

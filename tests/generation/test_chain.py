@@ -97,13 +97,25 @@ def test_a_non_answer_never_shows_high_confidence(ws):
     copied = "The glass rule: the precise rule is somewhat quirky and hard to find in the references [1]."
     chat = FakeListChatModel(responses=[copied])
     # with the answer gate off, the scores tell: it is what the source says… and answers nothing
-    a = engine_with(ws, chat, answer_threshold=0.0).answer(ws.answer_request(["facts"], "Where do glass bottles go?"))
+    a = engine_with(ws, chat, answer_threshold=0.0, llm_answer_threshold=0.0).answer(
+        ws.answer_request(["facts"], "Where do glass bottles go?"))
     assert not a.abstained and a.grounding_score >= 0.5
     assert a.answers_question < 0.5 and a.confidence < 0.5
     # with the gate on (the default), a written answer that answers nothing is not shown as one
     chat = FakeListChatModel(responses=[copied])
     b = engine_with(ws, chat).answer(ws.answer_request(["facts"], "Where do glass bottles go?"))
     assert b.abstained and "written answer does not answer the question" in b.reason
+
+
+def test_a_written_answer_is_held_to_the_llm_answer_threshold(ws):
+    right = "Paris is the capital of France [1]."
+    a = engine_with(ws, FakeListChatModel(responses=[right])).answer(
+        ws.answer_request(["facts"], "What is the capital of France?"))
+    assert not a.abstained and a.answers_question >= ws.settings.llm_answer_threshold
+    # the same answer, with the bar above its P(answers): withheld, the reason says by how much
+    b = engine_with(ws, FakeListChatModel(responses=[right]), llm_answer_threshold=min(1.0, a.answers_question + 0.01)).answer(
+        ws.answer_request(["facts"], "What is the capital of France?"))
+    assert b.abstained and f"best {a.answers_question:.2f}" in b.reason
 
 
 def test_uncited_sentences_get_their_supporting_passage(ws):
@@ -272,7 +284,9 @@ def test_hyde_and_multi_query_feed_retrieval(ws):
 
 def test_llm_verification_overrides_offline_labels(ws):
     chat = FakeListChatModel(responses=["Paris is where the French government sits [1].", "SUPPORTED"])
-    a = engine_with(ws, chat, llm_verify=True).answer(ws.answer_request(["facts"], "What is the capital of France?"))
+    # the answer check is off: this is about the judge relabelling a paraphrase
+    a = engine_with(ws, chat, llm_verify=True, llm_answer_threshold=0.0).answer(
+        ws.answer_request(["facts"], "What is the capital of France?"))
     assert a.claims[0].label == "supported" and a.grounding_score == 1.0
 
 
