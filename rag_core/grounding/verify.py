@@ -76,7 +76,8 @@ class Verifier:
         sents = [" ".join(x.split()) for x in split_sentences(source)] or [" ".join(source.split())]
         return sents + [f"{a} {b}" for a, b in zip(sents, sents[1:])]
 
-    def _support(self, claims: list[str], sources: list[str], question: str | None):
+    def _support(self, claims: list[str], sources: list[str], question: str | None,
+                 titles: list[str] | None = None):
         """(support[i, j] of claim i by source j — the reader's calibrated probability —,
         the evidence window that gave each entry)."""
         out = np.zeros((len(claims), len(sources)))
@@ -84,6 +85,12 @@ class Verifier:
         if not claims or not sources:
             return out, best_win
         norm_src = [" ".join(s.split()).lower() for s in sources]
+        # A small model copying a passage sometimes glues the document's title in front
+        # ("Imperialism The Royal Geographical Society …"): that copy is still verbatim.
+        # Only the title of the very source is stripped, never arbitrary leading words
+        # (a leading "Never" must not be dropped).
+        heads = [[" ".join(h.split()).lower() + " " for h in {t, t.split(" — ")[0]} if h.strip()] if t else []
+                 for t in (titles or [""] * len(sources))]
         windows = [self._windows(s) for s in sources]
         win_terms = [[set(analyze(x)) for x in wins] for wins in windows]
         firsts, seconds, where = [], [], []
@@ -95,9 +102,10 @@ class Verifier:
             verbatim = stated == c and len(key.split()) > SHORT_CLAIM_WORDS
             w = term_weights(analyze(stated), self.idf)
             for j, wins in enumerate(windows):
-                if verbatim and key in norm_src[j]:
+                k = next((key[len(h):] for h in heads[j] if key.startswith(h)), key)
+                if verbatim and len(k.split()) > SHORT_CLAIM_WORDS and k in norm_src[j]:
                     out[i, j] = 1.0
-                    best_win[i][j] = next((x for x in wins if key in x.lower()), sources[j])
+                    best_win[i][j] = next((x for x in wins if k in x.lower()), sources[j])
                     continue
                 overlap = [sum(v for t, v in w.items() if t in terms) for terms in win_terms[j]]
                 for k in sorted(range(len(wins)), key=lambda k: -overlap[k])[:WINDOWS_PER_SOURCE]:
@@ -122,7 +130,7 @@ class Verifier:
         if not parts:
             return [], 0.0
         texts = [p[0] for p in parts]
-        support, best_win = self._support(texts, sources, question)
+        support, best_win = self._support(texts, sources, question, titles)
         titles = titles or [""] * len(sources)
         claims = []
         for i, (text, cited) in enumerate(parts):

@@ -91,3 +91,15 @@ def test_confidence_needs_both_scores():
     assert confidence(1.0, 0.1) < 0.2  # supported but not an answer
     assert confidence(0.0, 0.95) == 0.0  # answers, but nothing backs it
     assert confidence(1.0, 0.9) == pytest.approx(0.9)
+
+
+def test_a_verbatim_copy_with_the_source_title_glued_in_front_is_supported(verifier):
+    # seen with the 0.5B model: "Imperialism The Royal Geographical Society …"
+    src = ("The Royal Geographical Society of London and other geographical societies in Europe had great influence "
+           "and were able to fund travelers who would come back with tales of their discoveries.")
+    copy = "Imperialism " + src[:-1] + " [1]."
+    assert verifier.verify(copy, [src], titles=["Imperialism — Exploration"])[0][0].label == "supported"
+    assert verifier.verify(copy, [src])[0][0].label != "supported"  # without the title it is not the source's text
+    # only the source's title is stripped, never other leading words
+    neg = "Never " + src[:-1] + " [1]."
+    assert verifier.verify(neg, [src], titles=["Imperialism"])[0][0].score < 1.0
