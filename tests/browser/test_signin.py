@@ -140,7 +140,10 @@ def test_two_users_see_only_what_they_may(app, browser):
     assert "4471" not in reply.inner_text() and "papaya.md" not in reply.inner_text()
     # conversations: only his own (Alice asked the same question; her thread is not listed)
     sidebar = bob.locator("[data-testid=stSidebar]")
-    assert sidebar.get_by_role("button", name="What is the launch code of project Papaya?").count() == 1
+    # the thread list is redrawn after the answer: wait for his thread, then count
+    threads = sidebar.get_by_role("button", name="What is the launch code of project Papaya?")
+    threads.first.wait_for()
+    assert threads.count() == 1
     bob.get_by_role("link", name="Upload").click()
     bob.get_by_text("Upload documents").wait_for()
     bob.get_by_label("Knowledge base", exact=True).click()
