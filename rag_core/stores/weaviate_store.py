@@ -19,9 +19,9 @@ Design choices:
   default: a write is acknowledged once a majority holds it and a read asks a majority, so
   every object read sees every acknowledged write (R + W > N; a search reads one copy), and
   one node of three may be lost without an error. One shard by default: BM25 statistics are
-  per shard in Weaviate, so several shards make keyword scores depend on placement. `url` may list several nodes ("http://a:8080,http://b:8080"): when the
-  node we talk to stops answering, the call is retried once on the next node (the one
-  retry the fault test allows).
+  per shard in Weaviate, so several shards make keyword scores depend on placement. `url`
+  may list several nodes ("http://a:8080,http://b:8080"): when the node we talk to stops
+  answering, the call is retried once on the next node (the one retry the fault test allows).
 """
 
 from __future__ import annotations

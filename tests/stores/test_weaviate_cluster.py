@@ -57,6 +57,7 @@ def test_losing_a_node_under_load(weaviate_cluster, tmp_path):
     r = run_fault(weaviate_cluster, tmp_path, docs=120, down_s=20.0)  # longer than the client's own ~15 s of retries
     print(json.dumps(r, indent=2))
     assert r["replication_factor"] == 3
+    assert r["ingest_exit"] == 0 and r["query_exit"] == 0  # both load processes ran to their end
     assert r["queries_while_node_down"] > 0 and r["writes_acknowledged"] > 0  # the load ran through the fault
     assert r["query_errors"] == 0, r["query_error_samples"]  # at most the store's one retry, no error
     assert r["acknowledged_missing_count"] == 0, r["acknowledged_missing_or_partial"]
