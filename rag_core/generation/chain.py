@@ -39,7 +39,7 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import RunnableConfig, RunnableGenerator, RunnableLambda
 
 from ..config import Settings
-from ..grounding.citations import MARKER, attach_markers, resolve
+from ..grounding.citations import attach_markers, resolve
 from ..grounding.verify import Verifier, answer_sentences, answers_question, confidence, grounding_score, plain
 from ..models import Answer, Claim, KnowledgeBase, RetrievalSettings, ScoredChunk, SearchFilters
 from ..reader import get_reader
@@ -245,16 +245,16 @@ class AnswerEngine:
         ctx = replace(ctx, turn=turn, reading=reading)
         if abstain is None and self._llm_ok(turn):
             ctx = self._focus(ctx)
-        if abstain is None and self._llm_ok(turn) and self.settings.llm_relevance_check:
-            try:
-                # the answer's own prompt plus the task: the server's prompt cache then
-                # serves the answer's prompt, so the check costs a few tokens
-                msgs = self._prompt_value(turn, ctx.sources, RELEVANCE_TASK)
-                verdict = self.llm.invoke(self.prompt.invoke(msgs, config), config)
-                if verdict.strip().lower().startswith("no"):
-                    abstain = "the language model found no answer to the question in the retrieved passages"
-            except Exception as exc:  # noqa: BLE001
-                turn = self._failed(turn, exc)
+            if self.settings.llm_relevance_check:
+                try:
+                    # the answer's own prompt plus the task: the server's prompt cache then
+                    # serves the answer's prompt, so the check costs a few tokens
+                    msgs = self._prompt_value(turn, ctx.sources, RELEVANCE_TASK)
+                    verdict = self.llm.invoke(self.prompt.invoke(msgs, config), config)
+                    if verdict.strip().lower().startswith("no"):
+                        abstain = "the language model found no answer to the question in the retrieved passages"
+                except Exception as exc:  # noqa: BLE001
+                    turn = self._failed(turn, exc)
         return replace(ctx, turn=turn, abstain=abstain)
 
     def _focus(self, ctx: Context) -> Context:
@@ -521,9 +521,8 @@ def _fix_citations(draft: str, claims: list[Claim]) -> tuple[str, int]:
     for sent in answer_sentences(draft):
         text = plain(sent)
         if text in new:
-            body = re.sub(r"\s+([.!?])", r"\1", MARKER.sub("", sent)).rstrip()
-            end = body[-1] if body[-1:] in (".", "!", "?") else ""
-            sent = f"{body[:-1].rstrip() if end else body} [{new[text]}]{end}"
+            end = text[-1] if text[-1:] in (".", "!", "?") else ""
+            sent = f"{text[:-1] if end else text} [{new[text]}]{end}"
             n += 1
         out.append(sent.strip())
     return " ".join(out), n

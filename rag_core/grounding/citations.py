@@ -31,13 +31,15 @@ def attach_markers(text: str) -> str:
     stop belongs to the sentence before it, not to the next one. Markers that open the
     answer ("[1] The crust …", a small model copying the sources' layout) belong to its
     first sentence, unless that sentence cites already."""
+    def marks_of(s: str) -> str:
+        return "".join(re.findall(r"\[[^\[\]]+\]", s))
+
     def fix(m: re.Match) -> str:
-        marks = "".join(re.findall(r"\[[^\[\]]+\]", m.group(3)))
-        return f" {marks}{m.group(1)}{m.group(2)}"
+        return f" {marks_of(m.group(3))}{m.group(1)}{m.group(2)}"
 
     lead = _LEADING.match(text)
     if lead:
-        marks = "".join(re.findall(r"\[[^\[\]]+\]", lead.group(1)))
+        marks = marks_of(lead.group(1))
         rest = text[lead.end():]
         end = _SENTENCE_END.search(rest)
         cut = end.start() if end else len(rest.rstrip())

@@ -102,10 +102,10 @@ class Verifier:
             verbatim = stated == c and len(key.split()) > SHORT_CLAIM_WORDS
             w = term_weights(analyze(stated), self.idf)
             for j, wins in enumerate(windows):
-                k = next((key[len(h):] for h in heads[j] if key.startswith(h)), key)
-                if verbatim and len(k.split()) > SHORT_CLAIM_WORDS and k in norm_src[j]:
+                body = next((key[len(h):] for h in heads[j] if key.startswith(h)), key)
+                if verbatim and len(body.split()) > SHORT_CLAIM_WORDS and body in norm_src[j]:
                     out[i, j] = 1.0
-                    best_win[i][j] = next((x for x in wins if k in x.lower()), sources[j])
+                    best_win[i][j] = next((x for x in wins if body in x.lower()), sources[j])
                     continue
                 overlap = [sum(v for t, v in w.items() if t in terms) for terms in win_terms[j]]
                 for k in sorted(range(len(wins)), key=lambda k: -overlap[k])[:WINDOWS_PER_SOURCE]:
@@ -137,16 +137,15 @@ class Verifier:
             valid = [n for n in cited if 1 <= n <= len(sources)]
             best_any = int(np.argmax(support[i])) if sources else None
             s_any = float(support[i, best_any]) if sources else 0.0
+            s_cited = max((float(support[i, n - 1]) for n in valid), default=0.0)
             if valid:
-                s_cited = max(float(support[i, n - 1]) for n in valid)
                 best = max(valid, key=lambda n: support[i, n - 1])
                 score = s_cited if s_cited >= SUPPORTED or s_any < SUPPORTED else min(s_any, (SUPPORTED + PARTIAL) / 2)
             else:
                 best = best_any + 1 if best_any is not None else None
                 score = min(s_any, (SUPPORTED + PARTIAL) / 2)  # uncited: partial at best
             label = "supported" if score >= SUPPORTED else "partial" if score >= PARTIAL else "unsupported"
-            elsewhere = (best_any + 1 if best_any is not None and s_any >= SUPPORTED
-                         and (not valid or max(float(support[i, n - 1]) for n in valid) < SUPPORTED) else None)
+            elsewhere = best_any + 1 if best_any is not None and s_any >= SUPPORTED > s_cited else None
             claims.append(Claim(text=text, label=label, score=round(score, 4), cited=valid, best_source=best,
                                 supported_by=elsewhere))
         if question:
