@@ -13,7 +13,8 @@
    cites the gold paragraph. Unanswerable: correct when the system abstains. The run uses
    threshold 0 and records each question's evidence (best P(answers)), so the whole
    trade-off curve comes from one pass; the row at the configured threshold is the result.
-2. Verifier (test articles only, from v1.1 dev, which holds the same titles): for each
+2. Verifier (from v1.1 dev, which holds the same titles; test articles for the report,
+   `--split calib` to try a change on the train side first): for each
    question, the right answer vs a hallucinated one (the answer swapped for another span of
    the same kind from the paragraph), checked against the paragraph with `verify`'s logic
    (question given). Two forms: the short answer ("1636") and the answer sentence. AUC =
@@ -211,11 +212,12 @@ def verifier_pairs(data: dict, titles: set[str], max_q: int = 3):
     return out
 
 
-def verifier(max_pairs: int = 1200) -> None:
+def verifier(split: str = "test", max_pairs: int = 1200) -> None:
     data = json.loads((SQUAD / "dev-1.1-reconstructed.json").read_text())
     v2 = json.loads((SQUAD / "dev-v2.0-reconstructed.json").read_text())
-    test_titles = {v2["data"][i]["title"] for i in SPLITS["test"]}
-    pairs = verifier_pairs(data, test_titles)
+    titles = {v2["data"][i]["title"] for i in SPLITS[split]}
+    # the calib articles are few: every question there, at most 3 per paragraph on test
+    pairs = verifier_pairs(data, titles, max_q=3 if split == "test" else 99)
     random.Random(2).shuffle(pairs)
     pairs = pairs[:max_pairs]
     v = Verifier(reader=get_reader())
@@ -237,10 +239,11 @@ def verifier(max_pairs: int = 1200) -> None:
            "short_answer_form": round(float(np.mean(res["short"])), 4),
            "sentence_form": round(float(np.mean(res["sentence"])), 4),
            "sentence_form_without_question": round(float(np.mean(res_noq["sentence"])), 4),
-           "seconds": round(secs, 1)}
+           "split": split, "seconds": round(secs, 1)}
     print(json.dumps(rec))
-    OUT.mkdir(exist_ok=True)
-    (OUT / "verifier_squad_test.json").write_text(json.dumps(rec) + "\n")
+    if split == "test":
+        OUT.mkdir(exist_ok=True)
+        (OUT / "verifier_squad_test.json").write_text(json.dumps(rec) + "\n")
 
 
 def main() -> None:
@@ -253,8 +256,8 @@ def main() -> None:
     ap.add_argument("--skip-answers", action="store_true")
     ap.add_argument("--skip-verifier", action="store_true")
     args = ap.parse_args()
-    if not args.skip_verifier and args.split == "test":
-        verifier()
+    if not args.skip_verifier:
+        verifier(args.split)
     ws = Workspace(get_settings(args.data_dir))
     if args.fit_selection:
         fit_selection(ws, args.split)

@@ -13,10 +13,17 @@ probability. grounding_score = mean over claims (supported 1, partial 0.5, unsup
 answers_question = the best claim's P(answers); confidence = answers_question × grounding
 (see `confidence`).
 
-When a question is given and a claim is a fragment ("1636."), support is judged on the
-statement "<question>: <claim>" (the form the ``supports`` task was trained on for short
-answers), and whether it answers is judged on the source sentence that supports it: a
-fragment answers the question when a sentence that states it does.
+When a question is given and a claim is a fragment ("1636."), it is a claim about the
+question: "<question>: <claim>" (the form the ``supports`` task was trained on for short
+answers). Its evidence is the source sentence that best *answers the question and states
+that answer*: for each sentence, P(answers) × the mean of P(supports) and whether the
+fragment is written in it. Picking the evidence by word overlap, as for whole sentences,
+lets a wrong span of the same paragraph ("1850" where the answer is "1636") be judged
+against the sentence it came from, which does state it, only not as the answer; on the
+train-side verifier pairs that overlap choice ranked the right short answer above a
+swapped one in 70.7% of pairs, this one in 85%+ (benchmarks/answer_quality.py --split
+calib). Whether a fragment answers is judged on that sentence: a fragment answers the
+question when a sentence that states it does.
 """
 
 from __future__ import annotations
@@ -50,21 +57,28 @@ def answer_sentences(answer: str) -> list[str]:
 def split_claims(answer: str) -> list[tuple[str, list[int]]]:
     """(claim text without markers, cited marker numbers) per sentence."""
     out = []
-    for sent in answer_sentences(answer):
+    sents = answer_sentences(answer)
+    for sent in sents:
         text = plain(sent)
-        if len(re.findall(r"\w", text)) >= 3:
+        # "42" or "UK" alone is an answer; beside other sentences two characters are debris
+        if len(re.findall(r"\w", text)) >= (1 if len(sents) == 1 else 3):
             out.append((text, markers_in(sent)))
     return out
 
 
-def is_fragment(claim: str) -> bool:
-    return len(claim.split()) <= SHORT_CLAIM_WORDS
+TERMINAL = re.compile(r"[.!?…][\"'”’)\]]*\s*$")
+
+
+def is_fragment(claim: str, whole_sentence: bool = False) -> bool:
+    """A short claim ("1636.", "in Paris.") or a phrase that is not a sentence ("firms
+    engaged in managing construction projects"): it means something only as the answer to
+    the question. A source's own whole sentence (a bullet or heading without a full stop,
+    copied by an extractive answer) is not a fragment."""
+    return len(claim.split()) <= SHORT_CLAIM_WORDS or (not whole_sentence and not TERMINAL.search(claim))
 
 
 def as_statement(question: str | None, claim: str) -> str:
-    if not question or not is_fragment(claim):
-        return claim
-    return f"{question.strip().rstrip('?').strip()}: {claim.strip()}"
+    return f"{question.strip().rstrip('?').strip()}: {claim.strip()}" if question else claim
 
 
 @dataclass
@@ -92,15 +106,21 @@ class Verifier:
         heads = [[" ".join(h.split()).lower() + " " for h in {t, t.split(" — ")[0]} if h.strip()] if t else []
                  for t in (titles or [""] * len(sources))]
         windows = [self._windows(s) for s in sources]
+        # the source's own sentences and lines (a bullet, a heading: no full stop to split on)
+        whole = {plain(x).lower().rstrip(".!?…")
+                 for x in [x for wins in windows for x in wins] + [ln for s in sources for ln in s.splitlines()]}
         win_terms = [[set(analyze(x)) for x in wins] for wins in windows]
         firsts, seconds, where = [], [], []
+        fragments: dict[int, np.ndarray] = {}
         for i, c in enumerate(claims):
-            stated = as_statement(question, c)
             key = " ".join(c.split()).lower().rstrip(".!?…")
+            if question and is_fragment(c, key in whole):
+                fragments[i] = self._support_fragment(i, c, question, sources, titles, out, best_win)
+                continue
             # A whole sentence found verbatim is the source's own words; a fragment ("1887")
             # found somewhere proves nothing about the question, so it is always read.
-            verbatim = stated == c and len(key.split()) > SHORT_CLAIM_WORDS
-            w = term_weights(analyze(stated), self.idf)
+            verbatim = len(key.split()) > SHORT_CLAIM_WORDS
+            w = term_weights(analyze(c), self.idf)
             for j, wins in enumerate(windows):
                 body = next((key[len(h):] for h in heads[j] if key.startswith(h)), key)
                 if verbatim and len(body.split()) > SHORT_CLAIM_WORDS and body in norm_src[j]:
@@ -110,7 +130,7 @@ class Verifier:
                 overlap = [sum(v for t, v in w.items() if t in terms) for terms in win_terms[j]]
                 for k in sorted(range(len(wins)), key=lambda k: -overlap[k])[:WINDOWS_PER_SOURCE]:
                     x = wins[k]
-                    firsts.append(stated)
+                    firsts.append(c)
                     seconds.append(x)
                     where.append((i, j))
         if firsts:
@@ -118,7 +138,25 @@ class Verifier:
             for (i, j), v, x in zip(where, p, seconds):
                 if float(v) > out[i, j] or not best_win[i][j]:
                     out[i, j], best_win[i][j] = float(v), x
-        return out, best_win
+        return out, best_win, fragments
+
+    def _support_fragment(self, i: int, fragment: str, question: str, sources: list[str],
+                          titles: list[str] | None, out: np.ndarray, best_win: list[list[str]]) -> np.ndarray:
+        """Fills row i (support by each source and its evidence sentence); returns, per
+        source, P(that evidence sentence answers the question)."""
+        stated = as_statement(question, fragment)
+        needle = " ".join(fragment.lower().strip(" .!?…\"'“”‘’").split())
+        answered = np.zeros(len(sources))
+        for j, src in enumerate(sources):
+            sents = [" ".join(x.split()) for x in split_sentences(src)] or [" ".join(src.split())]
+            title = (titles or [""] * len(sources))[j] or ""
+            pa = self.reader.answers(question, sents, [title] * len(sents))
+            ps = self.reader.supports([stated] * len(sents), sents)
+            written = np.array([float(bool(needle) and needle in x.lower()) for x in sents])
+            s = (ps + written) / 2
+            k = int(np.argmax(pa * s))
+            out[i, j], best_win[i][j], answered[j] = float(s[k]), sents[k], float(pa[k])
+        return answered
 
     def verify(self, answer: str, sources: list[str], question: str | None = None,
                titles: list[str] | None = None) -> tuple[list[Claim], float]:
@@ -130,7 +168,7 @@ class Verifier:
         if not parts:
             return [], 0.0
         texts = [p[0] for p in parts]
-        support, best_win = self._support(texts, sources, question, titles)
+        support, best_win, fragments = self._support(texts, sources, question, titles)
         titles = titles or [""] * len(sources)
         claims = []
         for i, (text, cited) in enumerate(parts):
@@ -149,21 +187,19 @@ class Verifier:
             claims.append(Claim(text=text, label=label, score=round(score, 4), cited=valid, best_source=best,
                                 supported_by=elsewhere))
         if question:
-            firsts, title_list, scale = [], [], []
-            for i, c in enumerate(claims):
+            def title_of(c: Claim) -> str:
                 j = (c.best_source or 1) - 1
-                title = titles[j] if 0 <= j < len(titles) else ""
-                if is_fragment(c.text) and sources:
-                    # a fragment answers when the sentence that states it answers
-                    firsts.append(best_win[i][j] or c.text)
-                    scale.append(float(support[i, j]))
-                else:
-                    firsts.append(c.text)
-                    scale.append(1.0)
-                title_list.append(title)
-            p = self.reader.answers(question, firsts, title_list)
-            for c, v, k in zip(claims, p, scale):
-                c.answers = round(float(v) * k, 4)
+                return titles[j] if 0 <= j < len(titles) else ""
+
+            rest = [i for i in range(len(claims)) if i not in fragments]
+            p = self.reader.answers(question, [claims[i].text for i in rest],
+                                    [title_of(claims[i]) for i in rest]) if rest else []
+            for i, v in zip(rest, p):
+                claims[i].answers = round(float(v), 4)
+            for i, answered in fragments.items():
+                # a fragment answers when the sentence that states it answers
+                j = (claims[i].best_source or 1) - 1
+                claims[i].answers = round(float(answered[j] * support[i, j]), 4)
         return claims, grounding_score(claims)
 
 

@@ -103,3 +103,33 @@ def test_a_verbatim_copy_with_the_source_title_glued_in_front_is_supported(verif
     # only the source's title is stripped, never other leading words
     neg = "Never " + src[:-1] + " [1]."
     assert verifier.verify(neg, [src], titles=["Imperialism"])[0][0].score < 1.0
+
+
+def test_a_wrong_span_from_another_sentence_of_the_source_scores_below_the_answer(verifier):
+    # the hallucination a small model makes: a real span of the passage, given as the
+    # answer to a question it does not answer ("1850" is the library's year, not the founding's)
+    src = ("Harrow College was founded in 1636 by the town council. "
+           "Its library was opened in 1850 and today holds two million volumes.")
+    q = "When was Harrow College founded?"
+    right = judged_score(verifier.verify("1636 [1].", [src], question=q)[0])
+    wrong = judged_score(verifier.verify("1850 [1].", [src], question=q)[0])
+    assert right > wrong
+    # a phrase that is not a sentence is judged as the answer to the question, not as a verbatim copy
+    q2 = "Who founded Harrow College?"
+    right = verifier.verify("the town council [1]", [src], question=q2)[0]
+    wrong = verifier.verify("today holds two million volumes [1]", [src], question=q2)[0]
+    assert judged_score(right) > judged_score(wrong)
+    assert wrong[0].score < 1.0  # every word of it is in the source, which does not make it the answer
+
+
+def test_a_one_word_answer_is_a_claim_and_debris_beside_sentences_is_not():
+    assert split_claims("42 [1]") == [("42", [1])]
+    assert split_claims("The answer is 42 [1]. Ok.") == [("The answer is 42.", [1])]
+
+
+def test_a_copied_source_line_without_a_full_stop_stays_the_sources_own_words(verifier):
+    # extractive answers copy bullets and headings whole: those are the source's text
+    src = "Install the package with pip install groundwork\nThen run the app from the project folder."
+    claims, _ = verifier.verify("Install the package with pip install groundwork [1]", [src],
+                                question="How do I install the package?")
+    assert claims[0].score == 1.0 and claims[0].label == "supported"
