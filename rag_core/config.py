@@ -36,8 +36,8 @@ class Settings(BaseSettings):
     embedding_max_tokens: int = Field(default=256, ge=16, le=512)
 
     # Reranking: "reader" (default) = our reader model's relevance on the top 12 candidates,
-    # combined with the feature reranker (SciFact test nDCG@10 0.7363 vs 0.7288 for
-    # "features" alone; 0.7398 reading the top 20, but p95 405 ms vs 261 ms per query);
+    # combined with the feature reranker (SciFact test nDCG@10 0.7411, p95 235 ms per query,
+    # vs 0.7288 for "features" alone; the reader's first epoch read 20 for 0.7398 at 405 ms);
     # "features" = offline logistic reranker over retrieval features;
     # "cross-encoder" = a sentence-transformers CrossEncoder at RAG_RERANKER_MODEL;
     # "llm" = the configured chat model rates relevance; "none" = fused ranking only.
