@@ -121,6 +121,8 @@ class Settings(BaseSettings):
     # while keeping ≥ 90% of the correct answers at the gate's threshold), over the pooled
     # calib runs of both benchmark models (0.5B: 2 × 60 questions, 1.5B: 60):
     # `benchmarks/llm_mode.py --split calib --answer-threshold 0.16`, "answer_check_curve".
+    # Chosen with the reader's first epoch; the second (same calibration method) was not
+    # re-run on those calib sets (an hour of 2-core LLM time per model).
     llm_answer_threshold: float = Field(default=0.30, ge=0.0, le=1.0)
     reader_threads: int = Field(default=0, ge=0, le=64, description="onnxruntime threads for the reader (0 = default)")
     confidence_threshold: float = Field(default=0.5, ge=0.0, le=1.0)  # CRAG trigger (on answers_question × grounding)
