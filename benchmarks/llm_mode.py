@@ -70,7 +70,9 @@ def answer_check_curve(rows: list[dict], used: float) -> tuple[list[dict], dict]
     U = [r for r in rows if r["label"] == "impossible"]
 
     def abstains(r, t):
-        return (r["abstained"] and r["written_aq"] is None) or (r["written_aq"] is not None and r["written_aq"] < t)
+        # withheld at `used` stays withheld above it (its P(answers) is read back from the
+        # reason, rounded to 2 places: 0.157 would read as 0.16 and count as shown at 0.16)
+        return r["abstained"] or (r["written_aq"] is not None and r["written_aq"] < t)
 
     curve = []
     for t in sorted({round(used, 2), *(round(x * 0.05, 2) for x in range(0, 17) if x * 0.05 > used)}):
