@@ -21,8 +21,8 @@ fragment is written in it. Picking the evidence by word overlap, as for whole se
 lets a wrong span of the same paragraph ("1850" where the answer is "1636") be judged
 against the sentence it came from, which does state it, only not as the answer; on the
 train-side verifier pairs that overlap choice ranked the right short answer above a
-swapped one in 70.7% of pairs, this one in 85%+ (benchmarks/answer_quality.py --split
-calib). Whether a fragment answers is judged on that sentence: a fragment answers the
+swapped one in 70.7% of pairs, this one in 83.5% (benchmarks/answer_quality.py --split
+calib, the reader's first epoch). Whether a fragment answers is judged on that sentence: a fragment answers the
 question when a sentence that states it does.
 """
 
@@ -86,36 +86,43 @@ class Verifier:
     reader: object  # rag_core.reader.Reader
     idf: Callable[[Sequence[str]], dict[str, float]] | None = None
 
-    def _windows(self, source: str) -> list[str]:
-        sents = [" ".join(x.split()) for x in split_sentences(source)] or [" ".join(source.split())]
+    @staticmethod
+    def _sentences(source: str) -> list[str]:
+        return [" ".join(x.split()) for x in split_sentences(source)] or [" ".join(source.split())]
+
+    @staticmethod
+    def _windows(sents: list[str]) -> list[str]:
         return sents + [f"{a} {b}" for a, b in zip(sents, sents[1:])]
 
-    def _support(self, claims: list[str], sources: list[str], question: str | None,
-                 titles: list[str] | None = None):
+    def _support(self, claims: list[str], sources: list[str], question: str | None, titles: list[str]):
         """(support[i, j] of claim i by source j — the reader's calibrated probability —,
-        the evidence window that gave each entry)."""
+        the evidence window that gave each entry, and for each fragment claim i the P(answers)
+        of its evidence sentence in each source)."""
         out = np.zeros((len(claims), len(sources)))
         best_win = [["" for _ in sources] for _ in claims]
+        fragments: dict[int, np.ndarray] = {}
         if not claims or not sources:
-            return out, best_win
+            return out, best_win, fragments
         norm_src = [" ".join(s.split()).lower() for s in sources]
         # A small model copying a passage sometimes glues the document's title in front
         # ("Imperialism The Royal Geographical Society …"): that copy is still verbatim.
         # Only the title of the very source is stripped, never arbitrary leading words
         # (a leading "Never" must not be dropped).
         heads = [[" ".join(h.split()).lower() + " " for h in {t, t.split(" — ")[0]} if h.strip()] if t else []
-                 for t in (titles or [""] * len(sources))]
-        windows = [self._windows(s) for s in sources]
-        # the source's own sentences and lines (a bullet, a heading: no full stop to split on)
+                 for t in titles]
+        sentences = [self._sentences(s) for s in sources]
+        windows = [self._windows(sents) for sents in sentences]
+        # the source's own sentences and lines (a bullet, a heading: no full stop to split on);
+        # only a claim about a question can be a fragment
         whole = {plain(x).lower().rstrip(".!?…")
-                 for x in [x for wins in windows for x in wins] + [ln for s in sources for ln in s.splitlines()]}
+                 for x in [x for wins in windows for x in wins] + [ln for s in sources for ln in s.splitlines()]
+                 } if question else set()
         win_terms = [[set(analyze(x)) for x in wins] for wins in windows]
         firsts, seconds, where = [], [], []
-        fragments: dict[int, np.ndarray] = {}
         for i, c in enumerate(claims):
             key = " ".join(c.split()).lower().rstrip(".!?…")
             if question and is_fragment(c, key in whole):
-                fragments[i] = self._support_fragment(i, c, question, sources, titles, out, best_win)
+                out[i], best_win[i], fragments[i] = self._support_fragment(c, question, sentences, titles)
                 continue
             # A whole sentence found verbatim is the source's own words; a fragment ("1887")
             # found somewhere proves nothing about the question, so it is always read.
@@ -140,23 +147,20 @@ class Verifier:
                     out[i, j], best_win[i][j] = float(v), x
         return out, best_win, fragments
 
-    def _support_fragment(self, i: int, fragment: str, question: str, sources: list[str],
-                          titles: list[str] | None, out: np.ndarray, best_win: list[list[str]]) -> np.ndarray:
-        """Fills row i (support by each source and its evidence sentence); returns, per
-        source, P(that evidence sentence answers the question)."""
+    def _support_fragment(self, fragment: str, question: str, sentences: list[list[str]], titles: list[str]):
+        """Per source: (support, the evidence sentence, P(that sentence answers the question))."""
         stated = as_statement(question, fragment)
         needle = " ".join(fragment.lower().strip(" .!?…\"'“”‘’").split())
-        answered = np.zeros(len(sources))
-        for j, src in enumerate(sources):
-            sents = [" ".join(x.split()) for x in split_sentences(src)] or [" ".join(src.split())]
-            title = (titles or [""] * len(sources))[j] or ""
+        support, evidence, answered = np.zeros(len(sentences)), [], np.zeros(len(sentences))
+        for j, (sents, title) in enumerate(zip(sentences, titles)):
             pa = self.reader.answers(question, sents, [title] * len(sents))
             ps = self.reader.supports([stated] * len(sents), sents)
             written = np.array([float(bool(needle) and needle in x.lower()) for x in sents])
             s = (ps + written) / 2
             k = int(np.argmax(pa * s))
-            out[i, j], best_win[i][j], answered[j] = float(s[k]), sents[k], float(pa[k])
-        return answered
+            support[j], answered[j] = float(s[k]), float(pa[k])
+            evidence.append(sents[k])
+        return support, evidence, answered
 
     def verify(self, answer: str, sources: list[str], question: str | None = None,
                titles: list[str] | None = None) -> tuple[list[Claim], float]:
@@ -168,8 +172,8 @@ class Verifier:
         if not parts:
             return [], 0.0
         texts = [p[0] for p in parts]
+        titles = [t or "" for t in titles] if titles else [""] * len(sources)
         support, best_win, fragments = self._support(texts, sources, question, titles)
-        titles = titles or [""] * len(sources)
         claims = []
         for i, (text, cited) in enumerate(parts):
             valid = [n for n in cited if 1 <= n <= len(sources)]

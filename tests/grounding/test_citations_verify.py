@@ -133,3 +133,10 @@ def test_a_copied_source_line_without_a_full_stop_stays_the_sources_own_words(ve
     claims, _ = verifier.verify("Install the package with pip install groundwork [1]", [src],
                                 question="How do I install the package?")
     assert claims[0].score == 1.0 and claims[0].label == "supported"
+
+
+def test_claims_without_any_source_are_unsupported_not_an_error(verifier):
+    # e.g. an LLM answer whose passages were all filtered out: nothing can back it
+    for q in (None, "When was it founded?"):
+        claims, score = verifier.verify("It was founded in 1636 [1]. 1636.", [], question=q)
+        assert [c.label for c in claims] == ["unsupported", "unsupported"] and score == 0.0
