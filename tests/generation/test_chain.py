@@ -7,7 +7,6 @@ tested is our side: prompt assembly, citation handling, verification, abstention
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest

@@ -98,7 +98,7 @@ def test_timeout_raises_from_the_client(server):
     chat = make_chat_model(chat_settings(server, llm_timeout=0.001, llm_retries=0))
     t = time.perf_counter()
     # langchain-openai re-raises httpx's timeout as its OpenAITimeoutError(openai.APITimeoutError)
-    with pytest.raises(openai.APITimeoutError) as err:
+    with pytest.raises(openai.APITimeoutError):
         chat.invoke("Write a long story about a dragon.")
     assert time.perf_counter() - t < 5
     # the factory caches by its arguments: the normal-timeout model is another instance

@@ -3,7 +3,6 @@ query parsing and the LangChain retriever."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
