@@ -22,8 +22,8 @@ lets a wrong span of the same paragraph ("1850" where the answer is "1636") be j
 against the sentence it came from, which does state it, only not as the answer; on the
 train-side verifier pairs that overlap choice ranked the right short answer above a
 swapped one in 70.7% of pairs, this one in 83.5% (benchmarks/answer_quality.py --split
-calib, the reader's first epoch). Whether a fragment answers is judged on that sentence: a fragment answers the
-question when a sentence that states it does.
+calib, the reader's first epoch). Whether a fragment answers is judged on that sentence:
+a fragment answers the question when a sentence that states it does.
 """
 
 from __future__ import annotations

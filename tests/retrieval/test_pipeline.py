@@ -3,7 +3,6 @@ query parsing and the LangChain retriever."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from langchain_core.retrievers import BaseRetriever
