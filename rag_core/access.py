@@ -1,23 +1,39 @@
-"""The one access policy: who may see which knowledge base. Used by the app, the CLI and,
-through the search filters it builds, by both stores.
+"""The one access policy: who may read and who may change which knowledge base. Used by the
+Workspace (every surface goes through it), and through the search filters it builds, by both
+stores.
 
-A caller sees a knowledge base when it is an admin, or when the knowledge base's tenant (if
-any) is the caller's and either the knowledge base is open to everyone (no users, no groups)
-or the caller is one of its users or in one of its groups. Everything else follows from that
-one decision: the list and selector, documents, search and answers, the original files,
-threads, analytics and feedback.
+Reading. A caller sees a knowledge base when it is an admin, or one of the knowledge base's
+owners, or when the knowledge base's tenant (if any) is the caller's and either the knowledge
+base is open to everyone in it (no users, no groups) or the caller is one of its users or in one
+of its groups.
 
-Access is resolved when a question is asked, from the knowledge base's current settings, so
-an edit applies to documents already ingested at once, without re-ingesting. (Chunks still
-carry the tenant and ACL they were ingested with, and the stores can filter on them; the
-app no longer relies on those stamps, which an edit would leave stale.)
+Writing (ingest, delete documents, settings, access, deleting the knowledge base): admins and
+the knowledge base's owners. The creator is recorded as its owner; owners may name co-owners.
+`--allow-users/--allow-groups` grant reading only.
+
+Identity is explicit. A `Caller` is resolved once at the edge (CLI, page, API) and passed to
+every Workspace method; nothing inside the library falls back to anyone. The operator (sees and
+changes everything) exists only where an edge creates it on purpose: the local no-auth mode
+(CLI with no identity at all, the app without sign-in) unless `RAG_AUTH=required`.
+
+A knowledge base the caller may not see is reported exactly like one that does not exist,
+with the caller's own words (`hidden_error`), so access cannot be probed by name.
+
+Access is resolved when a question is asked, from the knowledge base's current settings, so an
+edit applies to documents already ingested at once, without re-ingesting.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .errors import GroundworkError, NotFound
 from .models import KnowledgeBase, SearchFilters
+
+
+class PermissionDenied(GroundworkError):
+    """The caller may read this knowledge base but not change it (only said to readers: to
+    anyone else the knowledge base does not exist)."""
 
 
 @dataclass(frozen=True)
@@ -29,20 +45,38 @@ class Caller:
 
     @classmethod
     def operator(cls) -> Caller:
-        """The person at the machine: the CLI without --user, the app without sign-in."""
+        """The person at the machine in the local no-auth mode. Only edges create it (the CLI
+        with no identity, the app without sign-in) and tests that mean it."""
         return cls(user=None, admin=True)
 
     @classmethod
+    def anonymous(cls) -> Caller:
+        """Nobody in particular: sees open knowledge bases without a tenant, changes nothing."""
+        return cls()
+
+    @classmethod
     def of(cls, user: str | None = None, groups=None, tenant: str | None = None, admin: bool = False) -> Caller:
-        """An identity from loose values; no identity at all is the operator."""
+        """An identity from loose values (a comma list or an iterable of groups). No identity at
+        all is the anonymous caller, never the operator: only an edge decides that."""
+        if isinstance(groups, str):
+            groups = groups.split(",")
         gs = frozenset(g.strip() for g in (groups or []) if g and g.strip())
-        if not user and not gs and tenant is None and not admin:
-            return cls.operator()
-        return cls(user=user or None, groups=gs, tenant=tenant, admin=admin)
+        return cls(user=(user or "").strip() or None, groups=gs, tenant=(tenant or "").strip() or None, admin=admin)
+
+    @property
+    def is_operator(self) -> bool:
+        return self.admin and self.user is None
+
+    def label(self) -> str:
+        return self.user or ("the operator" if self.is_operator else "an anonymous caller")
+
+
+def is_owner(caller: Caller, kb: KnowledgeBase) -> bool:
+    return caller.user is not None and caller.user in kb.owners
 
 
 def can_see(caller: Caller, kb: KnowledgeBase) -> bool:
-    if caller.admin:
+    if caller.admin or is_owner(caller, kb):
         return True
     if kb.tenant is not None and kb.tenant != caller.tenant:
         return False
@@ -51,8 +85,37 @@ def can_see(caller: Caller, kb: KnowledgeBase) -> bool:
     return (caller.user is not None and caller.user in kb.acl_users) or bool(caller.groups & set(kb.acl_groups))
 
 
+def can_write(caller: Caller, kb: KnowledgeBase) -> bool:
+    return caller.admin or is_owner(caller, kb)
+
+
 def visible(caller: Caller, kbs: list[KnowledgeBase]) -> list[KnowledgeBase]:
     return [kb for kb in kbs if can_see(caller, kb)]
+
+
+def hidden_error(asked: str) -> NotFound:
+    """The one answer for a knowledge base that is missing or hidden: the caller's own words,
+    no other knowledge base's name, no hint of spelling."""
+    return NotFound(f"no knowledge base named '{asked}'")
+
+
+def require_see(caller: Caller, kb: KnowledgeBase | None, asked: str) -> KnowledgeBase:
+    if kb is None or not can_see(caller, kb):
+        raise hidden_error(asked)
+    return kb
+
+
+def require_write(caller: Caller, kb: KnowledgeBase | None, asked: str) -> KnowledgeBase:
+    kb = require_see(caller, kb, asked)
+    if not can_write(caller, kb):
+        raise PermissionDenied(f"only the owners of '{kb.name}' and admins may change it; you may read it")
+    return kb
+
+
+def may_act_for(caller: Caller, user: str | None) -> bool:
+    """Whether `caller` may act on another user's behalf (issue them a key, read or erase their
+    data): themselves, or an admin (the operator included)."""
+    return caller.admin or (user is not None and caller.user == user)
 
 
 def search_filters(caller: Caller, kbs: list[KnowledgeBase], doc_ids: list[str] | None = None) -> SearchFilters:

@@ -7,9 +7,8 @@ holds the chunks (embedded or Weaviate).
 from __future__ import annotations
 
 import json
-import time
-import os
 import re
+import time
 import uuid
 from dataclasses import asdict
 
@@ -17,12 +16,12 @@ import numpy as np
 
 from .db import Database
 from .errors import InputError, NotFound
+from .leases import Leases
 from .models import Document, KnowledgeBase, RetrievalSettings
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS kbs (
+_KBS_TABLE = """CREATE TABLE IF NOT EXISTS {name} (
     kb_id TEXT PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE COLLATE NOCASE,
+    name TEXT NOT NULL COLLATE NOCASE,
     description TEXT NOT NULL DEFAULT '',
     instructions TEXT NOT NULL DEFAULT '',
     grounded_only INTEGER NOT NULL DEFAULT 0,
@@ -30,8 +29,18 @@ CREATE TABLE IF NOT EXISTS kbs (
     tenant TEXT,
     acl_users TEXT NOT NULL DEFAULT '[]',
     acl_groups TEXT NOT NULL DEFAULT '[]',
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    owners TEXT NOT NULL DEFAULT '[]'
 );
+"""
+
+SCHEMA = """
+-- Names are not unique across the table: one unique name per tenant would tell a caller that
+-- a hidden knowledge base exists ("already exists"). A name is unique among the knowledge
+-- bases its creator can see (appdb.create_kb), and a lookup by name is resolved among the ones
+-- the caller can see (workspace.py).
+{kbs_table}
+CREATE INDEX IF NOT EXISTS kbs_name ON kbs(name COLLATE NOCASE);
 -- (kb_id, doc_id): a JSONL record keeps its own id as doc_id, and the same corpus may be
 -- imported into two knowledge bases.
 CREATE TABLE IF NOT EXISTS documents (
@@ -50,7 +59,9 @@ CREATE TABLE IF NOT EXISTS documents (
     acl_users TEXT NOT NULL DEFAULT '[]',
     acl_groups TEXT NOT NULL DEFAULT '[]',
     stored_path TEXT,
-    owner_pid INTEGER,
+    owner_pid INTEGER,             -- unused since leases (rag_core/leases.py); kept for old folders
+    lease_owner TEXT,
+    lease_until REAL,
     PRIMARY KEY (kb_id, doc_id)
 );
 CREATE INDEX IF NOT EXISTS documents_kb ON documents(kb_id, status);
@@ -72,7 +83,7 @@ CREATE TABLE IF NOT EXISTS migrated (
     at REAL NOT NULL,
     PRIMARY KEY (target, kb_id, doc_id)
 );
-"""
+""".replace("{kbs_table}", _KBS_TABLE.replace("{name}", "kbs"))
 
 _NAME_RE = re.compile(r"^[\w][\w .\-()&']{0,79}$", re.UNICODE)
 
@@ -90,6 +101,7 @@ def _kb_from_row(r) -> KnowledgeBase:
         acl_users=json.loads(r["acl_users"]),
         acl_groups=json.loads(r["acl_groups"]),
         created_at=r["created_at"],
+        owners=json.loads(r["owners"]),
     )
 
 
@@ -114,23 +126,32 @@ def _doc_from_row(r) -> Document:
 
 
 class AppDB:
-    def __init__(self, db: Database):
+    def __init__(self, db: Database, lease_seconds: float | None = None):
         self.db = db
+        _migrate_kbs(db)
         db.executescript(SCHEMA)
+        _add_columns(db, "documents", {"lease_owner": "TEXT", "lease_until": "REAL"})
+        self.leases = Leases.of(db, lease_seconds)
 
     # ---- knowledge bases -------------------------------------------------------------
-    def _valid_name(self, name: str, kb_id: str | None = None) -> str:
+    @staticmethod
+    def _valid_name(name: str) -> str:
         name = (name or "").strip()
         if not _NAME_RE.match(name):
             raise InputError("a knowledge base name must be 1–80 characters: letters, digits, spaces, . - _ ( ) & '")
-        other = self.find_kb(name)
-        if other and other.kb_id != kb_id:
-            raise InputError(f"a knowledge base named '{name}' already exists")
         return name
+
+    def _check_free(self, name: str, visible_to, kb_id: str | None = None) -> None:
+        """A name is taken only if the caller can see a knowledge base with it (`visible_to`:
+        the policy's can_see for that caller): names of hidden ones are never revealed."""
+        for other in self.find_kbs(name):
+            if other.kb_id != kb_id and visible_to(other):
+                raise InputError(f"a knowledge base named '{name}' already exists")
 
     def create_kb(
         self,
         name: str,
+        visible_to,
         description: str = "",
         instructions: str = "",
         grounded_only: bool = False,
@@ -138,7 +159,9 @@ class AppDB:
         tenant: str | None = None,
         acl_users: list[str] | None = None,
         acl_groups: list[str] | None = None,
+        owners: list[str] | None = None,
     ) -> KnowledgeBase:
+        """Called by Workspace.create_kb, which decides owners and tenant from the caller."""
         name = self._valid_name(name)
         kb = KnowledgeBase(
             kb_id=uuid.uuid4().hex[:12],
@@ -150,31 +173,28 @@ class AppDB:
             tenant=tenant or None,
             acl_users=sorted(set(acl_users or [])),
             acl_groups=sorted(set(acl_groups or [])),
+            owners=sorted(set(owners or [])),
         )
-        with self.db.transaction() as c:
+        with self.db.transaction() as c:  # the name check and the insert in one write lock
+            self._check_free(name, visible_to)
             c.execute(
-                "INSERT INTO kbs VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (
-                    kb.kb_id,
-                    kb.name,
-                    kb.description,
-                    kb.instructions,
-                    int(kb.grounded_only),
-                    json.dumps(asdict(kb.retrieval)),
-                    kb.tenant,
-                    json.dumps(kb.acl_users),
-                    json.dumps(kb.acl_groups),
-                    kb.created_at,
-                ),
+                "INSERT INTO kbs (kb_id, name, description, instructions, grounded_only, retrieval, tenant, "
+                "acl_users, acl_groups, created_at, owners) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (kb.kb_id, kb.name, kb.description, kb.instructions, int(kb.grounded_only),
+                 json.dumps(asdict(kb.retrieval)), kb.tenant, json.dumps(kb.acl_users), json.dumps(kb.acl_groups),
+                 kb.created_at, json.dumps(kb.owners)),
             )
         return kb
 
-    def update_kb(self, kb: KnowledgeBase) -> None:
-        name = self._valid_name(kb.name, kb.kb_id)
+    def update_kb(self, kb: KnowledgeBase, visible_to) -> None:
+        name = self._valid_name(kb.name)
+        old = self.find_kb(kb.kb_id)
         with self.db.transaction() as c:
+            if old is None or old.name.casefold() != name.casefold():  # a rename: the new name must be free
+                self._check_free(name, visible_to, kb.kb_id)
             c.execute(
                 "UPDATE kbs SET name=?, description=?, instructions=?, grounded_only=?, retrieval=?,"
-                " tenant=?, acl_users=?, acl_groups=? WHERE kb_id=?",
+                " tenant=?, acl_users=?, acl_groups=?, owners=? WHERE kb_id=?",
                 (
                     name,
                     kb.description,
@@ -184,23 +204,32 @@ class AppDB:
                     kb.tenant,
                     json.dumps(sorted(set(kb.acl_users))),
                     json.dumps(sorted(set(kb.acl_groups))),
+                    json.dumps(sorted(set(kb.owners))),
                     kb.kb_id,
                 ),
             )
 
     def list_kbs(self) -> list[KnowledgeBase]:
-        return [_kb_from_row(r) for r in self.db.query("SELECT * FROM kbs ORDER BY name")]
+        return [_kb_from_row(r) for r in self.db.query("SELECT * FROM kbs ORDER BY name, created_at")]
 
-    def find_kb(self, name_or_id: str) -> KnowledgeBase | None:
-        r = self.db.query_one("SELECT * FROM kbs WHERE kb_id=? OR name=? COLLATE NOCASE", (name_or_id, name_or_id))
+    def find_kb(self, kb_id: str) -> KnowledgeBase | None:
+        """By id only: names are resolved per caller (Workspace), never here."""
+        r = self.db.query_one("SELECT * FROM kbs WHERE kb_id=?", (kb_id,))
         return _kb_from_row(r) if r else None
 
-    def get_kb(self, name_or_id: str) -> KnowledgeBase:
-        kb = self.find_kb(name_or_id)
+    def get_kb(self, kb_id: str) -> KnowledgeBase:
+        """By id, for internal callers (the ingestion worker); edges resolve through Workspace."""
+        kb = self.find_kb(kb_id)
         if kb is None:
-            names = ", ".join(k.name for k in self.list_kbs()) or "none yet"
-            raise NotFound(f"no knowledge base named '{name_or_id}' (existing: {names})")
+            raise NotFound("no such knowledge base")
         return kb
+
+    def find_kbs(self, name_or_id: str) -> list[KnowledgeBase]:
+        """Every knowledge base with this id or (case-insensitive) name: the caller's policy
+        picks among them."""
+        rows = self.db.query("SELECT * FROM kbs WHERE kb_id=? OR name=? COLLATE NOCASE ORDER BY created_at",
+                             (name_or_id, (name_or_id or "").strip()))
+        return [_kb_from_row(r) for r in rows]
 
     def delete_kb_row(self, kb_id: str) -> None:
         with self.db.transaction() as c:
@@ -234,36 +263,26 @@ class AppDB:
         return [_doc_from_row(r) for r in rows]
 
     def begin_document(self, doc: Document) -> None:
-        """Register a document as 'indexing' before its chunks are written: if the process
-        dies now, `stale_documents` finds it and the pipeline removes what was written."""
+        """Register a document as 'indexing' before its chunks are written, under this process's
+        lease: if the process dies now, the lease runs out, `stale_documents` finds the row and
+        the pipeline removes what was written."""
         with self.db.transaction() as c:
             c.execute("DELETE FROM documents WHERE kb_id=? AND doc_id=?", (doc.kb_id, doc.doc_id))
             c.execute(
-                "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    doc.doc_id,
-                    doc.kb_id,
-                    doc.source,
-                    doc.title,
-                    doc.mime,
-                    doc.sha256,
-                    doc.pages,
-                    doc.chunks,
-                    "indexing",
-                    "",
-                    doc.created_at,
-                    doc.tenant,
-                    json.dumps(doc.acl_users),
-                    json.dumps(doc.acl_groups),
-                    doc.stored_path,
-                    os.getpid(),
-                ),
+                "INSERT INTO documents (doc_id, kb_id, source, title, mime, sha256, pages, chunks, status, reason, "
+                "created_at, tenant, acl_users, acl_groups, stored_path, lease_owner, lease_until) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (doc.doc_id, doc.kb_id, doc.source, doc.title, doc.mime, doc.sha256, doc.pages, doc.chunks,
+                 "indexing", "", doc.created_at, doc.tenant, json.dumps(doc.acl_users), json.dumps(doc.acl_groups),
+                 doc.stored_path, self.leases.owner, self.leases.until()),
             )
+        self.leases.started()
 
     def finish_document(self, kb_id: str, doc_id: str, chunks: int) -> None:
         with self.db.transaction() as c:
             c.execute(
-                "UPDATE documents SET status='indexed', chunks=?, owner_pid=NULL WHERE kb_id=? AND doc_id=?",
+                "UPDATE documents SET status='indexed', chunks=?, lease_owner=NULL, lease_until=NULL "
+                "WHERE kb_id=? AND doc_id=?",
                 (chunks, kb_id, doc_id),
             )
 
@@ -272,7 +291,8 @@ class AppDB:
         computed next, by whichever process claims it (`claim_for_vectors`)."""
         with self.db.transaction() as c:
             c.execute(
-                "UPDATE documents SET status='searchable', chunks=?, owner_pid=NULL WHERE kb_id=? AND doc_id=?",
+                "UPDATE documents SET status='searchable', chunks=?, lease_owner=NULL, lease_until=NULL "
+                "WHERE kb_id=? AND doc_id=?",
                 (chunks, kb_id, doc_id),
             )
 
@@ -281,18 +301,19 @@ class AppDB:
         return [_doc_from_row(r) for r in self.db.query(q + " ORDER BY created_at, doc_id", (kb_id,) if kb_id else ())]
 
     def claim_for_vectors(self, kb_id: str, doc_id: str) -> bool:
-        """One process embeds a document: claimed unless a live other process holds it."""
-        r = self.db.query_one("SELECT owner_pid FROM documents WHERE kb_id=? AND doc_id=? AND status='searchable'",
-                              (kb_id, doc_id))
-        if r is None:
-            return False
-        pid = r["owner_pid"]
-        if pid and pid != os.getpid() and not owner_gone(pid):
-            return False
+        """One process embeds a document: one conditional UPDATE takes the row if nobody holds
+        it, this process already does, or the holder's lease ran out (a read-then-write let two
+        processes both claim it)."""
         with self.db.transaction() as c:
-            c.execute("UPDATE documents SET owner_pid=? WHERE kb_id=? AND doc_id=? AND status='searchable'",
-                      (os.getpid(), kb_id, doc_id))
-        return True
+            cur = c.execute(
+                "UPDATE documents SET lease_owner=?, lease_until=? WHERE kb_id=? AND doc_id=? AND status='searchable' "
+                f"AND (lease_owner=? OR {self.leases.free_sql()})",
+                (self.leases.owner, self.leases.until(), kb_id, doc_id, self.leases.owner, time.time()),
+            )
+            won = cur.rowcount == 1
+        if won:
+            self.leases.started()
+        return won
 
     def vector_progress(self, kb_ids: list[str]) -> tuple[int, int]:
         """(chunks still without vectors, chunks searchable) over these knowledge bases."""
@@ -309,12 +330,10 @@ class AppDB:
             c.execute("DELETE FROM documents WHERE kb_id=? AND doc_id=?", (kb_id, doc_id))
 
     def stale_documents(self) -> list[Document]:
-        """'indexing' rows whose writer process is gone: interrupted ingests."""
-        out = []
-        for r in self.db.query("SELECT * FROM documents WHERE status='indexing'"):
-            if owner_gone(r["owner_pid"]):
-                out.append(_doc_from_row(r))
-        return out
+        """'indexing' rows whose writer's lease ran out: interrupted ingests."""
+        rows = self.db.query(f"SELECT * FROM documents WHERE status='indexing' AND {self.leases.free_sql()}",
+                             (time.time(),))
+        return [_doc_from_row(r) for r in rows]
 
     def counts(self, kb_id: str) -> tuple[int, int]:
         r = self.db.query_one(
@@ -343,6 +362,22 @@ class AppDB:
                 "INSERT OR IGNORE INTO embed_cache VALUES (?,?)",
                 [(k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()],
             )
+        self.prune_embed_cache()
+
+    def prune_embed_cache(self, floor: int = 20_000) -> int:
+        """Keep the cache bounded: at most max(floor, 2 × the chunks indexed) vectors, the
+        oldest dropped first (rowid order = insertion order). It exists so that re-uploading an
+        edited file re-embeds only what changed; a vector older than twice the collection is
+        unlikely to be asked for again, and a miss only costs one embedding."""
+        total = self.db.query_one("SELECT COALESCE(SUM(chunks),0) FROM documents")[0]
+        cap = max(int(floor), 2 * int(total))
+        n = self.db.query_one("SELECT COUNT(*) FROM embed_cache")[0]
+        if n <= cap:
+            return 0
+        with self.db.transaction() as c:
+            c.execute("DELETE FROM embed_cache WHERE rowid IN (SELECT rowid FROM embed_cache ORDER BY rowid LIMIT ?)",
+                      (n - cap,))
+        return n - cap
 
     # ---- meta ------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -355,7 +390,7 @@ class AppDB:
 
     # ---- migration progress -----------------------------------------------------------
     def migrated(self, target: str) -> set[tuple[str, str]]:
-        rows = self.db.conn.execute("SELECT kb_id, doc_id FROM migrated WHERE target = ?", (target,)).fetchall()
+        rows = self.db.query("SELECT kb_id, doc_id FROM migrated WHERE target = ?", (target,))  # under the lock
         return {(r["kb_id"], r["doc_id"]) for r in rows}
 
     def mark_migrated(self, target: str, kb_id: str, doc_id: str, chunks: int) -> None:
@@ -367,19 +402,43 @@ class AppDB:
             c.execute("DELETE FROM migrated WHERE target = ?", (target,))
 
 
-def owner_gone(pid: int | None) -> bool:
-    """A row's writer is gone: no owner, or another process that no longer runs (this
-    process's own rows are never orphans)."""
-    if pid == os.getpid():
-        return False
-    return not pid or not _pid_alive(pid)
+def _columns(db: Database, table: str) -> set[str]:
+    return {r[1] for r in db.query(f"PRAGMA table_info({table})")}
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def _add_columns(db: Database, table: str, columns: dict[str, str]) -> None:
+    have = _columns(db, table)
+    for name, kind in columns.items():
+        if name not in have:
+            with db.transaction() as c:
+                c.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+
+
+def _migrate_kbs(db: Database) -> None:
+    """Data folders from before owners: rebuild `kbs` without the table-wide UNIQUE name (SQLite
+    cannot drop a constraint in place) and make the users named on a knowledge base its owners,
+    which is who the settings page let change it then. Foreign keys are off while the table is
+    swapped, so the documents that reference it are kept."""
+    have = _columns(db, "kbs")
+    if not have or "owners" in have:
+        return
+    with db.lock:
+        db.conn.execute("PRAGMA foreign_keys=OFF")
+        try:
+            db.conn.execute("BEGIN IMMEDIATE")
+            try:
+                # SQLite's documented way to change a table's constraints: new table, copy, drop,
+                # rename (renaming the old one away would drag the documents' references with it).
+                db.conn.execute(_KBS_TABLE.replace("{name}", "kbs_new"))
+                db.conn.execute(
+                    "INSERT INTO kbs_new (kb_id, name, description, instructions, grounded_only, retrieval, tenant, "
+                    "acl_users, acl_groups, created_at, owners) SELECT kb_id, name, description, instructions, "
+                    "grounded_only, retrieval, tenant, acl_users, acl_groups, created_at, acl_users FROM kbs")
+                db.conn.execute("DROP TABLE kbs")
+                db.conn.execute("ALTER TABLE kbs_new RENAME TO kbs")
+                db.conn.execute("COMMIT")
+            except BaseException:
+                db.conn.execute("ROLLBACK")
+                raise
+        finally:
+            db.conn.execute("PRAGMA foreign_keys=ON")

@@ -26,61 +26,107 @@ def _emit(args, payload, human: str) -> None:
 _OPEN: list = []
 
 
-def _workspace(args):
+def _settings(args):
     from .config import get_settings
+
+    return get_settings(getattr(args, "data_dir", None))
+
+
+def _workspace(args):
     from .workspace import Workspace
 
-    ws = Workspace(get_settings(args.data_dir))
+    ws = Workspace(_settings(args))
     _OPEN.append(ws)  # closed by main(): a Weaviate connection must not be left dangling
     return ws
+
+
+def resolve_caller(args, settings):
+    """Who is running this command, decided once, here at the edge: --user/--groups/--tenant
+    (anywhere on the line), else $RAG_USER/$RAG_GROUPS/$RAG_TENANT. No identity at all is the
+    local no-auth mode — the operator, who sees and changes everything — unless RAG_AUTH=required.
+    A user listed in RAG_ADMIN_EMAILS (or in a group of RAG_ADMIN_GROUPS) is an admin."""
+    from .access import Caller
+
+    user = getattr(args, "user", None)
+    user = settings.user if user is None else user
+    groups = getattr(args, "groups", None)
+    groups = settings.groups if groups is None else groups
+    tenant = getattr(args, "tenant", None)
+    tenant = settings.tenant if tenant is None else tenant
+    c = Caller.of(user, groups, tenant)
+    if c.user is None and not c.groups and c.tenant is None:
+        if settings.auth == "required":
+            raise GroundworkError("an identity is required here (RAG_AUTH=required): pass --user NAME or set RAG_USER")
+        return Caller.operator()
+    admins = set(_csv(settings.admin_emails) or [])
+    admin_groups = set(_csv(settings.admin_groups) or [])
+    return Caller.of(c.user, c.groups, c.tenant, admin=(c.user in admins) or bool(c.groups & admin_groups))
+
+
+def _caller(args, ws):
+    return resolve_caller(args, ws.settings)
 
 
 def cmd_kb_create(args) -> int:
     ws = _workspace(args)
     kb = ws.create_kb(
-        args.name, description=args.description or "", instructions=args.instructions or "",
-        grounded_only=args.grounded_only, tenant=args.tenant or None,
+        args.name, caller=_caller(args, ws), description=args.description or "",
+        instructions=args.instructions or "", grounded_only=bool(args.grounded_only),
         acl_users=_csv(args.allow_users) or [], acl_groups=_csv(args.allow_groups) or [],
+        owners=_csv(args.owners) or [],
     )
-    _emit(args, {"kb_id": kb.kb_id, "name": kb.name, "tenant": kb.tenant, "users": kb.acl_users,
-                 "groups": kb.acl_groups}, f"created knowledge base '{kb.name}' ({kb.kb_id})")
+    _emit(args, _kb_row(kb), f"created knowledge base '{kb.name}' ({kb.kb_id})")
     return 0
 
 
-def cmd_kb_update(args) -> int:
-    """Access edits apply to the documents already in the knowledge base at once (the policy
-    reads the knowledge base when a question is asked; nothing is re-ingested)."""
-    from dataclasses import replace as _replace
+def _kb_row(kb) -> dict:
+    return {"kb_id": kb.kb_id, "name": kb.name, "description": kb.description, "tenant": kb.tenant,
+            "owners": kb.owners, "users": kb.acl_users, "groups": kb.acl_groups,
+            "grounded_only": kb.grounded_only, "instructions": kb.instructions}
 
+
+def cmd_kb_update(args) -> int:
+    """Owners and admins change a knowledge base. Access edits apply to the documents already
+    in it at once (the policy reads the knowledge base when a question is asked; nothing is
+    re-ingested). --tenant is the caller's tenant here too, never the knowledge base's."""
     ws = _workspace(args)
-    groups = [g.strip() for g in args.groups.split(",")] if args.groups else None
-    kb = ws.resolve_kbs([args.name], ws.caller(args.user, groups))[0]  # --tenant here is the new tenant
     changes = {}
-    if args.tenant is not None:
-        changes["tenant"] = args.tenant or None
     if args.allow_users is not None:
         changes["acl_users"] = _csv(args.allow_users)
     if args.allow_groups is not None:
         changes["acl_groups"] = _csv(args.allow_groups)
+    if args.owners is not None:
+        changes["owners"] = _csv(args.owners)
     if args.description is not None:
         changes["description"] = args.description
+    if args.instructions is not None:
+        changes["instructions"] = args.instructions
+    if args.grounded_only is not None:
+        changes["grounded_only"] = args.grounded_only
     if args.rename:
         changes["name"] = args.rename
-    new = _replace(kb, **changes)
-    ws.appdb.update_kb(new)
-    _emit(args, {"kb_id": new.kb_id, "name": new.name, "tenant": new.tenant, "users": new.acl_users,
-                 "groups": new.acl_groups}, f"updated knowledge base '{new.name}'")
+    new = ws.update_kb(args.name, caller=_caller(args, ws), **changes)
+    _emit(args, _kb_row(new), f"updated knowledge base '{new.name}'")
+    return 0
+
+
+def cmd_kb_delete(args) -> int:
+    ws = _workspace(args)
+    caller = _caller(args, ws)
+    kb = ws.get_kb(args.name, caller=caller)
+    ws.delete_kb(kb.kb_id, caller=caller)
+    _emit(args, {"deleted": kb.kb_id, "name": kb.name}, f"deleted knowledge base '{kb.name}'")
     return 0
 
 
 def cmd_kb_list(args) -> int:
     ws = _workspace(args)
+    caller = _caller(args, ws)
     rows = []
-    for kb in ws.list_kbs(_caller(args, ws)):
-        docs, chunks = ws.appdb.counts(kb.kb_id)
-        rows.append({"kb_id": kb.kb_id, "name": kb.name, "description": kb.description,
-                     "grounded_only": kb.grounded_only, "tenant": kb.tenant, "users": kb.acl_users,
-                     "groups": kb.acl_groups, "documents": docs, "chunks": chunks})
+    for kb in ws.list_kbs(caller=caller):
+        docs, chunks = ws.kb_counts(kb.kb_id, caller=caller)
+        rows.append({**_kb_row(kb), "documents": docs, "chunks": chunks,
+                     "may_change": ws.can_write(kb.kb_id, caller=caller)})
     human = "\n".join(f"{r['name']}\t{r['documents']} documents\t{r['chunks']} chunks\t{r['kb_id']}" for r in rows)
     _emit(args, rows, human or "no knowledge bases yet: python -m rag_core kb create NAME")
     return 0
@@ -88,7 +134,8 @@ def cmd_kb_list(args) -> int:
 
 def cmd_ingest(args) -> int:
     ws = _workspace(args)
-    kb = ws.resolve_kbs([args.kb], _caller(args, ws))[0]  # a caller adds only where it may see
+    caller = _caller(args, ws)
+    kb = ws.writable_kb(args.kb, caller=caller)  # owners and admins, checked before any file is read
     paths = [Path(p) for p in args.paths]
     missing = [str(p) for p in paths if not p.exists()]
     if missing and len(missing) == len(paths):
@@ -112,7 +159,7 @@ def cmd_ingest(args) -> int:
                         file=sys.stderr)
         vbar.update(done - vbar.n)
 
-    stats = ws.ingestor.ingest(kb, paths, progress=progress, vector_progress=vector_progress)
+    stats = ws.ingest(kb.kb_id, paths, caller=caller, progress=progress, vector_progress=vector_progress)
     (vbar or bar).close()
     reports = [r.to_dict() for r in stats.reports]
     summary = {
@@ -147,8 +194,7 @@ def cmd_ingest(args) -> int:
 
 def cmd_delete(args) -> int:
     ws = _workspace(args)
-    ws.resolve_kbs([args.kb], _caller(args, ws))  # not visible = not found
-    if not ws.delete_document(args.kb, args.doc_id):
+    if not ws.delete_document(args.kb, args.doc_id, caller=_caller(args, ws)):  # hidden KB = missing KB
         raise GroundworkError(f"no document '{args.doc_id}' in knowledge base '{args.kb}'")
     _emit(args, {"deleted": args.doc_id}, f"deleted {args.doc_id}")
     return 0
@@ -157,14 +203,8 @@ def cmd_delete(args) -> int:
 def _kb_names(ws, args) -> list[str]:
     """--kb A,B checked up front, so a typo fails before any query file is read."""
     names = [k.strip() for k in args.kb.split(",") if k.strip()]
-    ws.resolve_kbs(names, _caller(args, ws))
+    ws.resolve_kbs(names, caller=_caller(args, ws))
     return names
-
-
-def _caller(args, ws):
-    """--user/--groups/--tenant, else RAG_USER/RAG_GROUPS; no identity = the operator (sees all)."""
-    groups = [g.strip() for g in args.groups.split(",")] if getattr(args, "groups", None) else None
-    return ws.caller(getattr(args, "user", None), groups, getattr(args, "tenant", None))
 
 
 def _identity(args) -> dict:
@@ -252,7 +292,7 @@ def cmd_eval_beir(args) -> int:
     from tqdm import tqdm
 
     bar = tqdm(total=None, unit="file", disable=True if args.json else None, file=sys.stderr, desc="indexing")
-    rep = run_beir(ws, folder, mode=args.mode, kb_name=args.kb, rerank=False if args.no_rerank else None,
+    rep = run_beir(ws, folder, caller=_caller(args, ws), mode=args.mode, kb_name=args.kb, rerank=False if args.no_rerank else None,
                    alpha=args.alpha, fusion=args.fusion,
                    progress=lambda d, t, n: (setattr(bar, "total", t), bar.update(d - bar.n)))
     bar.close()
@@ -373,7 +413,7 @@ def cmd_migrate(args) -> int:
     # the target's identity: a rerun into the same place resumes, another place starts afresh
     key = f"{args.to}:{tsettings.weaviate_url or tsettings.data_dir}:{getattr(target, 'collection_name', '')}"
     t = _t.perf_counter()
-    res = ws.migrate_to(target, target_key=key, restart=args.restart)
+    res = ws.migrate_to(target, target_key=key, restart=args.restart, caller=_caller(args, ws))
     res["seconds"] = round(_t.perf_counter() - t, 1)
     res["chunks_per_s"] = round(res["chunks"] / max(res["seconds"], 1e-9), 1)
     target.close()
@@ -384,18 +424,36 @@ def cmd_migrate(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--data-dir", default=None, help="data folder (default $RAG_DATA_DIR or ./.groundwork)")
-    common.add_argument("--json", action="store_true", help="print JSON")
-    common.add_argument("--user", default=None, help="act as this user (ACLs apply); default $RAG_USER")
-    common.add_argument("--groups", default=None, help="comma-separated groups of that user; default $RAG_GROUPS")
-    common.add_argument("--tenant", default=None,
-                        help="the caller's tenant (default $RAG_TENANT); for kb create/update: the knowledge base's "
-                             "tenant ('' removes it)")
+GLOBAL_FLAGS = ("--data-dir", "--json", "--user", "--groups", "--tenant")
 
-    p = argparse.ArgumentParser(prog="python -m rag_core", description="Groundwork: chat with your documents.",
-                                parents=[common])
+
+def _common_flags() -> argparse.ArgumentParser:
+    """The flags every command shares, defined once and attached to the top parser and every
+    sub-command parser. Their defaults are SUPPRESS, so a sub-command that was not given a flag
+    leaves the value given before it in place (with ordinary defaults argparse overwrote
+    `--user bob` before the command with the sub-command's None: Bob ran as the operator)."""
+    common = argparse.ArgumentParser(add_help=False)
+    S = argparse.SUPPRESS
+    common.add_argument("--data-dir", default=S, help="data folder (default $RAG_DATA_DIR or ./.groundwork)")
+    common.add_argument("--json", action="store_true", default=S, help="print JSON only on stdout")
+    common.add_argument("--user", default=S,
+                        help="act as this user (default $RAG_USER). With no --user, --groups, --tenant and no "
+                             "$RAG_USER/$RAG_GROUPS/$RAG_TENANT the command runs in the local no-auth mode as the "
+                             "operator, who sees and changes everything (RAG_AUTH=required turns that off)")
+    common.add_argument("--groups", default=S, help="comma-separated groups of that user; default $RAG_GROUPS")
+    common.add_argument("--tenant", default=S,
+                        help="the caller's tenant (default $RAG_TENANT); a knowledge base is created in its "
+                             "creator's tenant")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common_flags()
+    p = argparse.ArgumentParser(
+        prog="python -m rag_core", description="Groundwork: chat with your documents.", parents=[common],
+        epilog="--user/--groups/--tenant/--json/--data-dir mean the same before or after the command name. "
+               "Identity: no identity at all = the local no-auth operator (unless RAG_AUTH=required); the creator of "
+               "a knowledge base owns it; owners and admins change it; --allow-users/--allow-groups grant reading.")
     sub = p.add_subparsers(dest="cmd", required=True)
 
     kb = sub.add_parser("kb", help="knowledge bases", parents=[common])
@@ -405,18 +463,29 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--description", default="")
     c.add_argument("--instructions", default="")
     c.add_argument("--grounded-only", action="store_true")
-    c.add_argument("--allow-users", default=None, help="comma-separated users who see it (empty with no groups = everyone)")
-    c.add_argument("--allow-groups", default=None, help="comma-separated groups whose members see it")
+    c.add_argument("--allow-users", default=None, help="comma-separated users who may read it (no users and no "
+                   "groups = everyone in your tenant)")
+    c.add_argument("--allow-groups", default=None, help="comma-separated groups whose members may read it")
+    c.add_argument("--owners", default=None, help="comma-separated co-owners (you are one already): they may change it")
     c.set_defaults(func=cmd_kb_create)
-    u = kb_sub.add_parser("update", help="change a knowledge base (access edits apply at once)", parents=[common])
+    u = kb_sub.add_parser("update", help="change a knowledge base: owners and admins (access edits apply at once)",
+                          parents=[common])
     u.add_argument("name")
     u.add_argument("--rename", default=None)
     u.add_argument("--description", default=None)
-    u.add_argument("--allow-users", default=None, help="replaces the list; '' = none")
-    u.add_argument("--allow-groups", default=None, help="replaces the list; '' = none")
+    u.add_argument("--instructions", default=None, help="custom instructions (system prompt); '' = none")
+    u.add_argument("--grounded-only", action=argparse.BooleanOptionalAction, default=None,
+                   help="only answers every sentence of which is supported (--no-grounded-only switches it off)")
+    u.add_argument("--allow-users", default=None, help="replaces the readers list; '' = none")
+    u.add_argument("--allow-groups", default=None, help="replaces the reader groups; '' = none")
+    u.add_argument("--owners", default=None, help="replaces the owners list (co-owners)")
     u.set_defaults(func=cmd_kb_update)
-    ls = kb_sub.add_parser("list", help="list knowledge bases", parents=[common])
+    ls = kb_sub.add_parser("list", help="list the knowledge bases you may see", parents=[common])
     ls.set_defaults(func=cmd_kb_list)
+    kd = kb_sub.add_parser("delete", help="delete a knowledge base and its documents: owners and admins",
+                           parents=[common])
+    kd.add_argument("name")
+    kd.set_defaults(func=cmd_kb_delete)
 
     ing = sub.add_parser("ingest", help="add files and folders to a knowledge base", parents=[common])
     ing.add_argument("--kb", required=True)
@@ -469,14 +538,24 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Parse a command line; the shared flags that were given nowhere get their defaults here,
+    once (see _common_flags)."""
+    args = build_parser().parse_args(argv)
+    for flag in GLOBAL_FLAGS:
+        name = flag.lstrip("-").replace("-", "_")
+        if not hasattr(args, name):
+            setattr(args, name, False if name == "json" else None)
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     import logging
 
     # pypdf logs every repair it makes ("EOF marker not found"); the per-file report
     # already says what matters, so keep the terminal readable.
     logging.getLogger("pypdf").setLevel(logging.ERROR)
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_args(argv)
     try:
         return args.func(args)
     except GroundworkError as exc:

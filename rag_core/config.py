@@ -57,10 +57,17 @@ class Settings(BaseSettings):
     ingest_timeout_s: float = Field(default=120.0, ge=0)
     ingest_memory_mb: int = Field(default=2048, ge=256)
 
-    # Identity used when the UI/CLI has no auth in front of it (issue: access control).
+    # Identity used when the UI/CLI has no auth in front of it (rag_core/access.py). With no
+    # identity at all, the CLI and the app without sign-in act as the local operator (sees and
+    # changes everything); RAG_AUTH=required turns that off (shared machines): then every CLI
+    # call needs --user/$RAG_USER and the app needs sign-in.
     user: str | None = None
     groups: str = ""  # comma separated
     tenant: str | None = None
+    auth: Literal["local", "required"] = "local"
+    # A process holds the rows it works on (a document being indexed, a running job) under a
+    # lease it renews every lease_seconds/3; a holder that stops renewing loses them after this.
+    lease_seconds: float = Field(default=30.0, gt=0)
     # Sign-in (the app): Streamlit's OIDC (`[auth]` in .streamlit/secrets.toml) when configured;
     # else trusted headers from an auth proxy when switched on; else one local user.
     auth_groups_claim: str = "groups"  # token claim holding the user's groups (list or comma-separated)

@@ -112,21 +112,27 @@ def doc_ranking(results, k: int) -> list[str]:
     return list(seen)
 
 
-def run_beir(ws, folder: Path, *, mode: str = "hybrid", kb_name: str | None = None, progress=None, **search_kw) -> EvalReport:
-    """Index the corpus into its own knowledge base (once: later runs find every record
-    already indexed, and the embedding cache spares the model), then time every query."""
+def run_beir(ws, folder: Path, *, caller, mode: str = "hybrid", kb_name: str | None = None, progress=None,
+             **search_kw) -> EvalReport:
+    """Index the corpus into its own knowledge base, as `caller` (once: later runs find every
+    record already indexed, and the embedding cache spares the model), then time every query."""
+    from .errors import NotFound
+
     data = load_beir(folder)
     kb_name = kb_name or f"beir-{folder.name}"
-    kb = ws.appdb.find_kb(kb_name) or ws.create_kb(kb_name, description=f"BEIR corpus {folder}")
-    docs, _ = ws.appdb.counts(kb.kb_id)
+    try:
+        kb = ws.get_kb(kb_name, caller=caller)
+    except NotFound:
+        kb = ws.create_kb(kb_name, caller=caller, description=f"BEIR corpus {folder}")
+    docs, _ = ws.kb_counts(kb.kb_id, caller=caller)
     ingest_stats = None
     if docs == 0:
-        ingest_stats = ws.ingestor.ingest(kb, [data.corpus], progress=progress)
+        ingest_stats = ws.ingest(kb.kb_id, [data.corpus], caller=caller, progress=progress)
     run: dict[str, list[str]] = {}
     lat: list[float] = []
     for qid, text in data.queries.items():
         t = time.perf_counter()
-        res = ws.search([kb.kb_id], text, k=200, mode=mode, **search_kw)
+        res = ws.search([kb.kb_id], text, k=200, mode=mode, caller=caller, **search_kw)
         lat.append((time.perf_counter() - t) * 1000)
         run[qid] = doc_ranking(res.results, 100)
     m = evaluate_run(run, data.qrels)

@@ -221,3 +221,45 @@ def _add_column(db: Database, table: str, column: str) -> None:
     except sqlite3.OperationalError as exc:  # another process added it first
         if "duplicate column" not in str(exc):
             raise
+
+
+class CallerFeedback:
+    """The query log and feedback as one caller may use them (Workspace.feedback_for): log and
+    rate their own answers only; analytics over their own answers (admins: everyone's), with the
+    names of the knowledge bases they can see (others read "(hidden)")."""
+
+    def __init__(self, log: FeedbackLog, caller, visible_kbs: dict[str, str]):
+        self._log = log
+        self.caller = caller
+        self._names = visible_kbs
+
+    def log_answer(self, answer: Answer, kb_ids: list[str], thread_id: str | None = None) -> str:
+        return self._log.log_answer(answer, kb_ids, self.caller.user, thread_id=thread_id)
+
+    def _mine(self, query_id: str) -> None:
+        r = self._log.db.query_one("SELECT user FROM queries WHERE query_id=?", (query_id,))
+        if r is None or not (self.caller.admin or r["user"] == self.caller.user):
+            raise InputError("that answer is not in the log")  # the same for "not yours"
+
+    def rate(self, query_id: str, rating: int, comment: str = "", reason: str | None = None) -> None:
+        self._mine(query_id)
+        self._log.rate(query_id, rating, comment, reason)
+
+    def rating_of(self, query_id: str) -> tuple[int, str, str | None] | None:
+        try:
+            self._mine(query_id)
+        except InputError:
+            return None
+        return self._log.rating_of(query_id)
+
+    def frame(self) -> pd.DataFrame:
+        df = self._log.frame({**{k: "(hidden)" for k in self._all_kb_ids()}, **self._names})
+        if not self.caller.admin:
+            df = df[df["user"].map(lambda u: u == self.caller.user)]
+        return df.reset_index(drop=True)
+
+    def _all_kb_ids(self) -> set[str]:
+        ids: set[str] = set()
+        for r in self._log.db.query("SELECT DISTINCT kb_ids FROM queries"):
+            ids.update(json.loads(r["kb_ids"]))
+        return ids

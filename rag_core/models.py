@@ -40,6 +40,8 @@ class KnowledgeBase:
     acl_users: list[str] = field(default_factory=list)
     acl_groups: list[str] = field(default_factory=list)
     created_at: float = field(default_factory=time.time)
+    # Who may change it (rag_core/access.py): the creator, and co-owners they name.
+    owners: list[str] = field(default_factory=list)
 
 
 @dataclass

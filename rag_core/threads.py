@@ -126,3 +126,37 @@ class ThreadStore:
                 lines += [f"- [{c.n}] {c.source}, page {c.page}" for c in a.citations]
             lines.append("")
         return "\n".join(lines)
+
+
+class UserThreads:
+    """One user's conversations: the ThreadStore with the user fixed, so an edge cannot pass
+    somebody else's name (Workspace.conversations(caller=...) makes it)."""
+
+    def __init__(self, store: ThreadStore, user: str | None):
+        self._store = store
+        self.user = user
+
+    def create(self, title: str = "New chat") -> str:
+        return self._store.create(self.user, title)
+
+    def list(self) -> list[Thread]:
+        return self._store.list(self.user)
+
+    def rename(self, thread_id: str, title: str) -> None:
+        self._store.rename(thread_id, self.user, title)
+
+    def delete(self, thread_id: str) -> None:
+        self._store.delete(thread_id, self.user)
+
+    def add(self, thread_id: str, role: str, content: str, answer: Answer | None = None,
+            query_id: str | None = None) -> None:
+        self._store.add(thread_id, self.user, role, content, answer, query_id)
+
+    def drop_last(self, thread_id: str, n: int = 1) -> None:
+        self._store.drop_last(thread_id, self.user, n)
+
+    def messages(self, thread_id: str) -> list[dict]:
+        return self._store.messages(thread_id, self.user)
+
+    def markdown(self, thread_id: str) -> str:
+        return self._store.markdown(thread_id, self.user)

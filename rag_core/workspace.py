@@ -8,7 +8,7 @@ from functools import cached_property
 from pathlib import Path
 
 from . import access
-from .access import Caller
+from .access import Caller, PermissionDenied
 from .appdb import AppDB
 from .config import Settings, get_settings
 from .db import Database
@@ -16,7 +16,7 @@ from .embeddings import get_embedder
 from .feedback import FeedbackLog
 from .errors import InputError, NotFound
 from .ingest.pipeline import IngestStats, Ingestor, delete_document
-from .models import Chunk, Citation, Document, KnowledgeBase, SearchFilters
+from .models import Chunk, Citation, Document, KnowledgeBase, RetrievalSettings, SearchFilters
 from .generation.llm import make_chat_model
 from .retrieval.factory import make_reranker
 from .retrieval.pipeline import RetrievalPipeline, Retrieved
@@ -29,7 +29,7 @@ class Workspace:
     def __init__(self, settings: Settings | None = None):
         self.settings = settings or get_settings()
         self.db = Database(self.settings.db_path)
-        self.appdb = AppDB(self.db)
+        self.appdb = AppDB(self.db, lease_seconds=self.settings.lease_seconds)
         self.store = make_store(self.settings, self.db)
         self.feedback = FeedbackLog(self.db)
 
@@ -52,43 +52,122 @@ class Workspace:
     def ingestor(self) -> Ingestor:
         return Ingestor(self.settings, self.appdb, self.store, self.embedder)
 
+    # ---- identity --------------------------------------------------------------------
+    # Every public method below takes `caller` (keyword-only, no default): the edge (CLI, page,
+    # API) resolves who is asking once and says so; nothing here falls back to the operator.
+    # tests/test_access_matrix.py enumerates these methods and fails on one without it.
+
+    def _kb(self, name_or_id: str, caller: Caller) -> KnowledgeBase:
+        """The knowledge base this caller means: among those it may see, by id or by name
+        (case-insensitive). Hidden and missing read the same, in the caller's own words."""
+        seen = access.visible(caller, self.appdb.find_kbs(name_or_id))
+        by_id = [kb for kb in seen if kb.kb_id == name_or_id]
+        exact = [kb for kb in seen if kb.name == (name_or_id or "").strip()]
+        found = by_id or exact or seen
+        # Names are unique only among what one caller could see when creating, so another
+        # user's open knowledge base may share a name with yours: yours wins, never a guess.
+        owned = [kb for kb in found if access.is_owner(caller, kb)]
+        found = owned or found
+        if not found:
+            raise access.hidden_error(name_or_id)
+        if len(found) > 1:
+            raise InputError(f"several knowledge bases you can see are named '{name_or_id}': use an id "
+                             f"({', '.join(kb.kb_id for kb in found)})")
+        return found[0]
+
+    def _writable(self, name_or_id: str, caller: Caller) -> KnowledgeBase:
+        kb = self._kb(name_or_id, caller)
+        return access.require_write(caller, kb, name_or_id)
+
     # ---- knowledge bases -------------------------------------------------------------
-    def create_kb(self, name: str, **kw) -> KnowledgeBase:
-        return self.appdb.create_kb(name, **kw)
+    def create_kb(self, name: str, *, caller: Caller, description: str = "", instructions: str = "",
+                  grounded_only: bool = False, retrieval: RetrievalSettings | None = None,
+                  acl_users: list[str] | None = None, acl_groups: list[str] | None = None,
+                  owners: list[str] | None = None, tenant: str | None = None) -> KnowledgeBase:
+        """A knowledge base in its creator's tenant, owned by its creator (and the co-owners
+        named). Only an admin may place one in another tenant (`tenant`)."""
+        if tenant is not None and (tenant or None) != caller.tenant and not caller.admin:
+            raise PermissionDenied("a knowledge base is created in your own tenant")
+        kb_tenant = (tenant or None) if caller.admin and tenant is not None else caller.tenant
+        all_owners = sorted({*(owners or []), *([caller.user] if caller.user else [])})
+        return self.appdb.create_kb(
+            name, lambda kb: access.can_see(caller, kb), description=description, instructions=instructions,
+            grounded_only=grounded_only, retrieval=retrieval, tenant=kb_tenant, acl_users=acl_users,
+            acl_groups=acl_groups, owners=all_owners)
 
-    def list_kbs(self, caller: Caller | None = None) -> list[KnowledgeBase]:
-        """Every knowledge base, or those `caller` may see."""
-        kbs = self.appdb.list_kbs()
-        return kbs if caller is None else access.visible(caller, kbs)
+    def update_kb(self, name_or_id: str, *, caller: Caller, **changes) -> KnowledgeBase:
+        """Change a knowledge base (owners and admins). Access edits apply at once, to the
+        documents already in it too: the policy reads the knowledge base at every question."""
+        kb = self._writable(name_or_id, caller)
+        allowed = {"name", "description", "instructions", "grounded_only", "retrieval", "acl_users", "acl_groups",
+                   "owners"}
+        if caller.admin:
+            allowed.add("tenant")  # moving a knowledge base between tenants is an admin's call
+        unknown = set(changes) - allowed
+        if unknown:
+            raise PermissionDenied(f"cannot change {', '.join(sorted(unknown))} here")
+        new = replace(kb, **changes)
+        if new.owners != kb.owners and not new.owners and not caller.admin:
+            raise InputError("a knowledge base keeps at least one owner")
+        self.appdb.update_kb(new, lambda other: access.can_see(caller, other))
+        return new
 
-    def get_kb(self, name_or_id: str) -> KnowledgeBase:
-        return self.appdb.get_kb(name_or_id)
+    def list_kbs(self, *, caller: Caller) -> list[KnowledgeBase]:
+        """The knowledge bases `caller` may see."""
+        return access.visible(caller, self.appdb.list_kbs())
 
-    def resolve_kbs(self, kb_names: list[str], caller: Caller | None = None) -> list[KnowledgeBase]:
+    def get_kb(self, name_or_id: str, *, caller: Caller) -> KnowledgeBase:
+        return self._kb(name_or_id, caller)
+
+    def can_write(self, name_or_id: str, *, caller: Caller) -> bool:
+        """Whether the caller may change this knowledge base (pages show or hide controls)."""
+        return access.can_write(caller, self._kb(name_or_id, caller))
+
+    def writable_kb(self, name_or_id: str, *, caller: Caller) -> KnowledgeBase:
+        """The knowledge base, if the caller may change it: NotFound when hidden or missing,
+        PermissionDenied for a reader."""
+        return self._writable(name_or_id, caller)
+
+    def kb_counts(self, name_or_id: str, *, caller: Caller) -> tuple[int, int]:
+        """(documents, chunks) searchable in the knowledge base."""
+        return self.appdb.counts(self._kb(name_or_id, caller).kb_id)
+
+    def resolve_kbs(self, kb_names: list[str], *, caller: Caller) -> list[KnowledgeBase]:
         """The named knowledge bases; one the caller may not see is reported exactly like one
         that does not exist (its name is not leaked)."""
-        kbs = [self.get_kb(n) for n in kb_names]
-        if caller is not None:
-            for kb in kbs:
-                if not access.can_see(caller, kb):
-                    raise NotFound(f"no knowledge base named '{kb.name}'")
+        kbs = [self._kb(n, caller) for n in kb_names]
         if not kbs:
             raise InputError("select at least one knowledge base")
         return kbs
 
-    def delete_kb(self, name_or_id: str) -> None:
-        kb = self.get_kb(name_or_id)
+    def delete_kb(self, name_or_id: str, *, caller: Caller) -> None:
+        kb = self._writable(name_or_id, caller)
         self.store.delete_kb(kb.kb_id)
         for doc in self.appdb.list_documents(kb.kb_id, status=None):
             if doc.stored_path:
                 Path(doc.stored_path).unlink(missing_ok=True)
         self.appdb.delete_kb_row(kb.kb_id)
 
+    # ---- conversations and feedback ------------------------------------------------------
     @cached_property
     def threads(self):
         from .threads import ThreadStore
 
         return ThreadStore(self.db)
+
+    def conversations(self, *, caller: Caller):
+        """This caller's saved conversations (nobody else's can be named or opened)."""
+        from .threads import UserThreads
+
+        return UserThreads(self.threads, caller.user)
+
+    def feedback_for(self, *, caller: Caller):
+        """The query log and feedback as this caller may use them: log and rate their own
+        answers; analytics over their own answers (admins: everyone's) in knowledge bases they
+        can see."""
+        from .feedback import CallerFeedback
+
+        return CallerFeedback(self.feedback, caller, {kb.kb_id: kb.name for kb in self.list_kbs(caller=caller)})
 
     # ---- background ingestion ----------------------------------------------------------
     @cached_property
@@ -101,18 +180,50 @@ class Workspace:
     def job_runner(self):
         from .ingest.jobs import JobRunner
 
-        return JobRunner(self.jobs, lambda: self.ingestor, self.appdb, self.store, self.get_kb)
+        return JobRunner(self.jobs, lambda: self.ingestor, self.appdb, self.store, self.appdb.get_kb)
 
-    def submit_upload(self, kb_name: str, files: list[tuple[str, bytes]], user: str | None = None) -> str:
-        """Queue uploaded files for the background worker; returns the job id at once."""
-        kb = self.get_kb(kb_name)
-        job_id = self.jobs.submit(kb.kb_id, files, user)
+    def start_worker(self) -> None:
+        """Start the background ingestion worker (resumes jobs a previous run left queued)."""
+        self.job_runner.start()
+
+    def submit_upload(self, kb_name: str, files: list[tuple[str, bytes]], *, caller: Caller) -> str:
+        """Queue uploaded files for the background worker (owners and admins); returns the job
+        id at once."""
+        kb = self._writable(kb_name, caller)
+        job_id = self.jobs.submit(kb.kb_id, files, caller.user)
         self._wake_worker()
         return job_id
 
-    def retry_with_password(self, job_id: str, name: str, password: str, user: str | None = None) -> str:
+    def _job(self, job_id: str, caller: Caller):
+        """A job of this caller (admins: anyone's) whose knowledge base it may still change."""
+        try:
+            job = self.jobs.get(job_id)
+        except NotFound:
+            job = None
+        if job is None or not (caller.admin or job.user == caller.user):
+            raise NotFound("no such ingestion job")
+        kb = self.appdb.find_kb(job.kb_id)
+        if kb is None or not access.can_write(caller, kb):
+            raise NotFound("no such ingestion job")
+        return job
+
+    def list_jobs(self, kb_name: str, *, caller: Caller, limit: int = 5) -> list:
+        """The caller's own upload jobs in this knowledge base (admins: everyone's)."""
+        kb = self._kb(kb_name, caller)
+        if not access.can_write(caller, kb):
+            return []
+        return self.jobs.list(kb.kb_id, limit=limit, user=caller.user, all_users=caller.admin)
+
+    def job(self, job_id: str, *, caller: Caller):
+        return self._job(job_id, caller)
+
+    def cancel_job(self, job_id: str, *, caller: Caller) -> None:
+        self.jobs.cancel(self._job(job_id, caller).job_id)
+
+    def retry_with_password(self, job_id: str, name: str, password: str, *, caller: Caller) -> str:
         """Open an encrypted PDF that an upload could not read: a new job, password in memory only."""
-        new_id = self.jobs.retry_locked(job_id, name, password, user)
+        job = self._job(job_id, caller)
+        new_id = self.jobs.retry_locked(job.job_id, name, password, caller.user)
         self._wake_worker()
         return new_id
 
@@ -120,37 +231,59 @@ class Workspace:
         self.job_runner.start()
         self.job_runner.wake()
 
-    def indexing_progress(self, kb_names: list[str]) -> float | None:
+    def indexing_progress(self, kb_names: list[str], *, caller: Caller) -> float | None:
         """Share of the selected knowledge bases' chunks that have their vectors, while some
         do not (None when everything is indexed): answers may still improve."""
-        waiting, total = self.appdb.vector_progress([self.get_kb(n).kb_id for n in kb_names])
+        waiting, total = self.appdb.vector_progress([kb.kb_id for kb in self.resolve_kbs(kb_names, caller=caller)])
         return None if waiting == 0 or total == 0 else 1 - waiting / total
 
     # ---- documents -------------------------------------------------------------------
-    def ingest(self, kb_name: str, paths: list[Path], **kw) -> IngestStats:
-        kb = self.get_kb(kb_name)
+    def ingest(self, kb_name: str, paths: list[Path], *, caller: Caller, **kw) -> IngestStats:
+        """Add files to a knowledge base now (owners and admins)."""
+        kb = self._writable(kb_name, caller)
         return self.ingestor.ingest(kb, paths, **kw)
 
-    def delete_document(self, kb_name: str, doc_id: str) -> bool:
-        kb = self.get_kb(kb_name)
+    def fill_vectors(self, kb_name: str, *, caller: Caller, **kw) -> int:
+        """Compute the vectors still missing in a knowledge base (owners and admins)."""
+        kb = self._writable(kb_name, caller)
+        return self.ingestor.fill_vectors(kb.kb_id, **kw)
+
+    def list_documents(self, kb_name: str, *, caller: Caller, status: str | None = "visible") -> list[Document]:
+        """The documents of a knowledge base the caller may see ('visible': searchable ones;
+        other states only for those who may change it)."""
+        kb = self._kb(kb_name, caller)
+        if status != "visible" and not access.can_write(caller, kb):
+            status = "visible"
+        return self.appdb.list_documents(kb.kb_id, status=status)
+
+    def delete_document(self, kb_name: str, doc_id: str, *, caller: Caller) -> bool:
+        """Remove a document everywhere (owners and admins); False when there is none."""
+        kb = self._writable(kb_name, caller)
         return delete_document(self.appdb, self.store, kb.kb_id, doc_id)
 
-    def accessible_document(self, kb_id: str, doc_id: str, user: str | None = None,
-                            groups: list[str] | None = None, caller: Caller | None = None) -> Document:
-        """The indexed document, if this identity may see it; NotFound otherwise (the same
+    def accessible_document(self, kb_id: str, doc_id: str, *, caller: Caller) -> Document:
+        """The indexed document, if this caller may see it; NotFound otherwise (the same
         answer for "does not exist" and "not yours", so access cannot be probed)."""
         kb = self.appdb.find_kb(kb_id)
         doc = self.appdb.get_document(kb_id, doc_id) if kb else None
-        if doc is None or doc.status not in ("indexed", "searchable") or not access.can_see(self.caller(user, groups, caller=caller), kb):
+        if doc is None or doc.status not in ("indexed", "searchable") or not access.can_see(caller, kb):
             raise NotFound("that document is not available")
         return doc
 
-    def original_bytes(self, kb_id: str, doc_id: str, user=None, groups=None, caller: Caller | None = None) -> bytes:
+    def original_bytes(self, kb_id: str, doc_id: str, *, caller: Caller) -> bytes:
         """The uploaded file, read only when asked for (the download button calls this on click)."""
-        doc = self.accessible_document(kb_id, doc_id, user, groups, caller)
+        doc = self.accessible_document(kb_id, doc_id, caller=caller)
         if not doc.stored_path or not Path(doc.stored_path).exists():
             raise NotFound(f"the original of {doc.source} was not kept")
         return Path(doc.stored_path).read_bytes()
+
+    def chunks(self, kb_name: str, *, caller: Caller) -> list[Chunk]:
+        """Every chunk of a knowledge base the caller may see, in document order."""
+        kb = self._kb(kb_name, caller)
+        out: list[Chunk] = []
+        for doc in self.appdb.list_documents(kb.kb_id):
+            out.extend(self.store.document_chunks(kb.kb_id, doc.doc_id))
+        return out
 
     @cached_property
     def page_cache(self):
@@ -158,11 +291,10 @@ class Workspace:
 
         return PageCache()
 
-    def cited_page(self, citation: Citation, page: int | None = None, user=None, groups=None,
-                   caller: Caller | None = None):
+    def cited_page(self, citation: Citation, page: int | None = None, *, caller: Caller):
         """The cited PDF page as an image with the passage highlighted (None when the original
         is not a PDF or was not kept: show `cited_context` instead)."""
-        doc = self.accessible_document(citation.kb_id, citation.doc_id, user, groups, caller)
+        doc = self.accessible_document(citation.kb_id, citation.doc_id, caller=caller)
         path = Path(doc.stored_path) if doc.stored_path else None
         if path is None or path.suffix.lower() != ".pdf" or not path.exists():
             return None
@@ -177,24 +309,23 @@ class Workspace:
             page = best_page(path, *span, passage)
         return replace(self.page_cache.get(path, page, passage, ocr=self.settings.ocr), span=span)
 
-    def cited_context(self, citation: Citation, user=None, groups=None,
-                      caller: Caller | None = None) -> list[tuple[str, bool]]:
+    def cited_context(self, citation: Citation, *, caller: Caller) -> list[tuple[str, bool]]:
         """The cited text inside the passages around it, as (text, is_cited) segments, for
         sources without page images: three chunks fetched by id, never the whole document."""
         from .citation_view import highlight_in_context
 
-        self.accessible_document(citation.kb_id, citation.doc_id, user, groups, caller)
+        self.accessible_document(citation.kb_id, citation.doc_id, caller=caller)
         prefix, _, ordinal = citation.chunk_id.rpartition("#")
         n = int(ordinal) if ordinal.isdigit() else None
         ids = [f"{prefix}#{i}" for i in (n - 1, n, n + 1)] if n is not None else [citation.chunk_id]
-        got = {c.chunk_id: c for c in self.store.get_chunks(ids)}
+        got = {c.chunk_id: c for c in self.store.get_chunks(ids) if c.doc_id == citation.doc_id}
         if citation.chunk_id not in got:
             raise NotFound("that passage is no longer indexed")
         prev, cur, nxt = (got.get(i) for i in ids) if n is not None else (None, got[citation.chunk_id], None)
         return highlight_in_context(prev, cur, nxt, citation.snippet)
 
     def _cited_chunk(self, citation: Citation) -> Chunk:
-        chunks = self.store.get_chunks([citation.chunk_id])
+        chunks = [c for c in self.store.get_chunks([citation.chunk_id]) if c.doc_id == citation.doc_id]
         if not chunks:
             raise NotFound("that passage is no longer indexed")
         return chunks[0]
@@ -209,26 +340,12 @@ class Workspace:
 
     @cached_property
     def retrieval(self) -> RetrievalPipeline:
-        return RetrievalPipeline(self.store, self.embedder, self.reranker, find_document=self.find_document)
+        return RetrievalPipeline(self.store, self.embedder, self.reranker, find_document=self._find_document)
 
-    def caller(self, user: str | None = None, groups: list[str] | None = None, tenant: str | None = None,
-               caller: Caller | None = None) -> Caller:
-        """Who is asking: an explicit Caller, else --user/--groups (or RAG_USER/RAG_GROUPS);
-        with no identity at all, the operator (sees everything)."""
-        if caller is not None:
-            return caller
-        return Caller.of(user if user is not None else self.settings.user,
-                         groups if groups is not None else self.settings.group_list,
-                         tenant if tenant is not None else self.settings.tenant)
-
-    def filters_for(self, kbs: list[KnowledgeBase], user: str | None = None, groups: list[str] | None = None,
-                    caller: Caller | None = None) -> SearchFilters:
-        """The policy's filters for this caller over these knowledge bases (rag_core/access.py)."""
-        return access.search_filters(self.caller(user, groups, caller=caller), kbs)
-
-    def find_document(self, name: str, filters: SearchFilters) -> tuple[str, str] | None:
-        """The document a lookup request names ("the biography file"), if the caller may see it:
-        the best match of the name's words against file names and titles."""
+    def _find_document(self, name: str, filters: SearchFilters) -> tuple[str, str] | None:
+        """The document a lookup request names ("the biography file"), among those the filters
+        (already the caller's) let through: the best match of the name's words against file
+        names and titles."""
         wanted = set(analyze(name)) - _GENERIC
         if not wanted:
             return None
@@ -243,15 +360,14 @@ class Workspace:
                     best, best_score = (kb_id, doc.doc_id), score
         return best if best_score >= 0.6 else None
 
-    def retriever(self, kb_names: list[str], user: str | None = None, groups: list[str] | None = None,
-                  caller: Caller | None = None):
-        """A LangChain retriever over the given knowledge bases for this identity."""
+    def retriever(self, kb_names: list[str], *, caller: Caller, k: int | None = None):
+        """A LangChain retriever over the given knowledge bases for this caller."""
         from .retrieval.retriever import GroundworkRetriever
 
-        kbs = self.resolve_kbs(kb_names, caller)
-        return GroundworkRetriever(
-            pipeline=self.retrieval, filters=self.filters_for(kbs, user, groups, caller), settings=merged_settings(kbs)
-        )
+        kbs = self.resolve_kbs(kb_names, caller=caller)
+        kw = {"k": k} if k is not None else {}
+        return GroundworkRetriever(pipeline=self.retrieval, filters=access.search_filters(caller, kbs),
+                                   settings=merged_settings(kbs), **kw)
 
     def search(
         self,
@@ -262,18 +378,17 @@ class Workspace:
         rerank: bool | None = None,
         alpha: float | None = None,
         fusion: str | None = None,
-        user: str | None = None,
-        groups: list[str] | None = None,
-        caller: Caller | None = None,
+        *,
+        caller: Caller,
     ) -> Retrieved:
         """Retrieval with the selected knowledge bases' merged settings (retrieval/settings.py; overridable here)."""
-        kbs = self.resolve_kbs(kb_names, caller)
+        kbs = self.resolve_kbs(kb_names, caller=caller)
         rs = merged_settings(kbs)
         if alpha is not None:
             rs.alpha = alpha
         if fusion is not None:
             rs.fusion = fusion
-        return self.retrieval.run(query, self.filters_for(kbs, user, groups, caller), rs, mode=mode, rerank=rerank, k=k)
+        return self.retrieval.run(query, access.search_filters(caller, kbs), rs, mode=mode, rerank=rerank, k=k)
 
     # ---- answers ---------------------------------------------------------------------
     @cached_property
@@ -288,24 +403,26 @@ class Workspace:
         return AnswerEngine(self.retrieval, self.embedder, self.store, self.settings, chat=self.chat_model,
                             callbacks=make_callbacks(self.settings.trace))
 
-    def answer_request(self, kb_names: list[str], question: str, history=None, user=None, groups=None,
-                       doc_ids: list[str] | None = None, caller: Caller | None = None):
-        """`doc_ids` scopes the question to chosen documents of these knowledge bases (the store
-        applies it inside the query, like the ACL)."""
+    def answer_request(self, kb_names: list[str], question: str, history=None, doc_ids: list[str] | None = None,
+                       *, caller: Caller):
+        """What the answer chain runs for this caller: only knowledge bases it may see reach the
+        chain (their instructions go into the prompt), and their filters. `doc_ids` scopes the
+        question to chosen documents of these knowledge bases (the store applies it inside the
+        query, like the access filter)."""
         from .generation.chain import AnswerRequest
 
-        kbs = self.resolve_kbs(kb_names, caller)
-        filters = self.filters_for(kbs, user, groups, caller)
-        filters.doc_ids = list(doc_ids) if doc_ids else None
-        return AnswerRequest(question=question, kbs=kbs, filters=filters, history=list(history or []))
+        kbs = self.resolve_kbs(kb_names, caller=caller)
+        return AnswerRequest(question=question, kbs=kbs, filters=access.search_filters(caller, kbs, doc_ids),
+                             history=list(history or []))
 
-    def ask(self, kb_names: list[str], question: str, history=None, user=None, groups=None,
-            caller: Caller | None = None):
+    def ask(self, kb_names: list[str], question: str, history=None, doc_ids: list[str] | None = None,
+            *, caller: Caller):
         """One verified Answer (DESIGN.md §3)."""
-        return self.answers.answer(self.answer_request(kb_names, question, history, user, groups, caller=caller))
+        return self.answers.answer(self.answer_request(kb_names, question, history, doc_ids, caller=caller))
 
     # ---- scale-out ---------------------------------------------------------------------
-    def migrate_to(self, target, progress=None, target_key: str | None = None, restart: bool = False) -> dict:
+    def migrate_to(self, target, progress=None, target_key: str | None = None, restart: bool = False, *,
+                   caller: Caller) -> dict:
         """Copy every indexed document's chunks and stored vectors into another store
         (e.g. Weaviate) without re-embedding. The registry (SQLite) is shared, so after
         this the app can switch RAG_STORE and find everything in place.
@@ -315,11 +432,13 @@ class Workspace:
         skips those. A document cut off mid-copy is replaced whole on the rerun (its objects
         have fixed ids, so nothing is duplicated); none is recorded before it is complete,
         so nothing is missed. `restart` copies everything again."""
+        if not caller.admin:
+            raise PermissionDenied("only the operator or an admin may migrate the whole data folder")
         if target_key and restart:
             self.appdb.forget_migration(target_key)
         done = self.appdb.migrated(target_key) if target_key else set()
         docs = chunks = skipped = 0
-        kbs = self.list_kbs()
+        kbs = self.appdb.list_kbs()
         for kb in kbs:
             for doc in self.appdb.list_documents(kb.kb_id, status="indexed"):  # with their vectors
                 if (kb.kb_id, doc.doc_id) in done:
@@ -340,6 +459,9 @@ class Workspace:
     def close(self) -> None:
         if "job_runner" in self.__dict__:
             self.job_runner.stop()
+        if "ingestor" in self.__dict__ and hasattr(self.ingestor, "close"):
+            self.ingestor.close()  # its spawned loader process
+        self.appdb.leases.stop()
         self.store.close()
         self.db.close()
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 import threading
 import time
@@ -22,7 +21,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..appdb import owner_gone
+from ..leases import Leases
 from ..db import Database
 from ..errors import InputError, NotFound
 from ..models import FileReport
@@ -44,7 +43,9 @@ CREATE TABLE IF NOT EXISTS ingest_jobs (
     progress TEXT NOT NULL,        -- {"phase", "files_done", "files_total", "file", "chunks_done", "chunks_total", "eta_s"}
     error TEXT NOT NULL DEFAULT '',
     cancel INTEGER NOT NULL DEFAULT 0,
-    owner_pid INTEGER
+    owner_pid INTEGER,             -- unused since leases (rag_core/leases.py); kept for old folders
+    lease_owner TEXT,
+    lease_until REAL
 );
 CREATE INDEX IF NOT EXISTS ingest_jobs_status ON ingest_jobs(status, created);
 """
@@ -106,6 +107,10 @@ class JobQueue:
         self.db = db
         self.uploads_dir = uploads_dir
         db.executescript(SCHEMA)
+        from ..appdb import _add_columns
+
+        _add_columns(db, "ingest_jobs", {"lease_owner": "TEXT", "lease_until": "REAL"})
+        self.leases = Leases.of(db)
         # Passwords for encrypted PDFs live here, in this process's memory only, until the
         # worker reads them: never in the database or on disk. After a restart they are gone
         # and the file asks for its password again.
@@ -151,9 +156,19 @@ class JobQueue:
             raise NotFound("no such ingestion job")
         return _job(r)
 
-    def list(self, kb_id: str | None = None, limit: int = 20) -> list[Job]:
-        q = "SELECT * FROM ingest_jobs" + (" WHERE kb_id=?" if kb_id else "") + " ORDER BY created DESC LIMIT ?"
-        return [_job(r) for r in self.db.query(q, ((kb_id,) if kb_id else ()) + (limit,))]
+    def list(self, kb_id: str | None = None, limit: int = 20, user: str | None = None,
+             all_users: bool = False) -> list[Job]:
+        """Jobs of one user (the caller; None = the local operator's), or of everyone when
+        `all_users` (admins): file names and reports are the uploader's business."""
+        where, params = [], []
+        if kb_id:
+            where.append("kb_id=?")
+            params.append(kb_id)
+        if not all_users:
+            where.append("user IS ?")
+            params.append(user)
+        q = "SELECT * FROM ingest_jobs" + (" WHERE " + " AND ".join(where) if where else "")
+        return [_job(r) for r in self.db.query(q + " ORDER BY created DESC LIMIT ?", (*params, limit))]
 
     def active(self) -> list[Job]:
         return [_job(r) for r in self.db.query(
@@ -165,24 +180,28 @@ class JobQueue:
 
     # ---- the worker's side -------------------------------------------------------------
     def requeue_orphans(self) -> int:
-        """Running jobs whose worker process is gone go back to the queue (resume)."""
-        n = 0
-        for r in self.db.query("SELECT job_id, owner_pid FROM ingest_jobs WHERE status='running'"):
-            if not owner_gone(r["owner_pid"]):
-                continue
-            with self.db.transaction() as c:
-                c.execute("UPDATE ingest_jobs SET status='queued', owner_pid=NULL WHERE job_id=? AND status='running'",
-                          (r["job_id"],))
-            n += 1
-        return n
+        """Running jobs whose worker's lease ran out (it died, hung, or its host went away) go
+        back to the queue (resume)."""
+        with self.db.transaction() as c:
+            cur = c.execute(f"UPDATE ingest_jobs SET status='queued', lease_owner=NULL, lease_until=NULL "
+                            f"WHERE status='running' AND {self.leases.free_sql()}", (time.time(),))
+            return cur.rowcount
+
+    def requeue(self, job_id: str) -> None:
+        """Give a job this process holds back to the queue (the process is stopping)."""
+        with self.db.transaction() as c:
+            c.execute("UPDATE ingest_jobs SET status='queued', lease_owner=NULL, lease_until=NULL "
+                      "WHERE job_id=? AND lease_owner=?", (job_id, self.leases.owner))
 
     def claim_next(self) -> Job | None:
         with self.db.transaction() as c:
             r = c.execute("SELECT job_id FROM ingest_jobs WHERE status='queued' ORDER BY created LIMIT 1").fetchone()
             if r is None:
                 return None
-            c.execute("UPDATE ingest_jobs SET status='running', owner_pid=?, started=COALESCE(started, ?) "
-                      "WHERE job_id=? AND status='queued'", (os.getpid(), time.time(), r[0]))
+            c.execute("UPDATE ingest_jobs SET status='running', lease_owner=?, lease_until=?, "
+                      "started=COALESCE(started, ?) WHERE job_id=? AND status='queued'",
+                      (self.leases.owner, self.leases.until(), time.time(), r[0]))
+        self.leases.started()
         return self.get(r[0])
 
     def set_progress(self, job_id: str, **progress) -> None:
@@ -217,7 +236,8 @@ class JobQueue:
             shutil.rmtree(self.uploads_dir / job_id, ignore_errors=True)
         self.take_passwords(job_id)
         with self.db.transaction() as c:
-            c.execute("UPDATE ingest_jobs SET status=?, error=?, finished=?, owner_pid=NULL WHERE job_id=?",
+            c.execute("UPDATE ingest_jobs SET status=?, error=?, finished=?, lease_owner=NULL, lease_until=NULL "
+                      "WHERE job_id=?",
                       (status, error, time.time(), job_id))
 
     @staticmethod
@@ -268,11 +288,16 @@ class JobRunner:
     def wake(self) -> None:
         self._wake.set()
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop the worker. A job in progress stops at its next file or embedding group and goes
+        back to the queue (the next start resumes it): nothing keeps running on a closed
+        workspace."""
         self._stop.set()
         self._wake.set()
         if self._thread:
             self._thread.join(timeout)
+            if self._thread.is_alive():
+                log.warning("ingestion worker still busy %.0f s after stop", timeout)
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -299,7 +324,7 @@ class JobRunner:
         done_names = {r["file"] for r in job.reports}  # resumed: those were reported before the restart
         todo = [(Path(p), name) for p, name in job.files if name not in done_names]
         ingestor: Ingestor = self._ingestor_factory()
-        cancel = lambda: q.cancel_requested(job.job_id)  # noqa: E731
+        cancel = lambda: self._stop.is_set() or q.cancel_requested(job.job_id)  # noqa: E731
         started = time.time()
         base_done = len(job.reports)
 
@@ -336,6 +361,9 @@ class JobRunner:
             q.set_progress(job.job_id, phase="done", seconds=round(time.time() - started, 1))
             q.finish(job.job_id, "done")
         except Cancelled:
+            if self._stop.is_set() and not q.cancel_requested(job.job_id):
+                q.requeue(job.job_id)  # the process is stopping, not the user: resume later
+                return
             removed = 0
             for r in q.get(job.job_id).reports:
                 for doc_id in r.get("doc_ids", []):
