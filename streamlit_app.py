@@ -46,7 +46,7 @@ with st.sidebar:
     mode = (f"LLM · {escape_md(ws.settings.llm_label)}" if ws.settings.llm_configured
             else "Extractive · offline (no LLM configured)")
     store = "Weaviate" if ws.settings.store.startswith("weaviate") else "Embedded"
-    who = me.user or "local (no sign-in)"
+    who = escape_md(me.user) if me.user else "local (no sign-in)"
     st.caption(f"**Mode:** {mode}  \n**Store:** {store}  \n**User:** {who}" + (" · admin" if me.admin and me.user else ""))
     if auth_mode() == "oidc":
         st.button("Sign out", icon=":material/logout:", on_click=st.logout)

@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rag_core.config import get_settings  # noqa: E402
 from rag_core.evaluation import percentile  # noqa: E402
 from rag_core.workspace import Workspace  # noqa: E402
+from rag_core.access import Caller
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -34,9 +35,9 @@ def main() -> None:
     load_s = time.perf_counter() - t
     qs = [json.loads(l)["text"] for l in (SHARED / "beir-scifact" / "queries.jsonl").open()][: args.n]
     first, full, abstained = [], [], 0
-    ws.ask([args.kb], qs[0])  # warm-up
+    ws.ask([args.kb], qs[0], caller=Caller.operator())  # warm-up
     for q in qs:
-        req = ws.answer_request([args.kb], q)
+        req = ws.answer_request([args.kb], q, caller=Caller.operator())
         t = time.perf_counter()
         got_first = None
         for ev in ws.answers.stream(req):

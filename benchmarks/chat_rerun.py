@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from rag_core.access import Caller
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -31,7 +32,7 @@ SAMPLES = ["009-pdflatex-geotopo", "026-latex-multicolumn", "004-pdflatex-4-page
 def questions_from(ws, kb: str, n: int) -> list[str]:
     """Questions a reader of these documents might ask: a sentence's opening words."""
     out = []
-    kb_id = ws.get_kb(kb).kb_id
+    kb_id = ws.get_kb(kb, caller=Caller.operator()).kb_id
     for doc in ws.appdb.list_documents(kb_id):
         for ch in ws.store.document_chunks(kb_id, doc.doc_id):
             for sent in re.split(r"(?<=[.!?])\s+", ch.text):
@@ -60,9 +61,9 @@ def main() -> None:
     from rag_core.workspace import Workspace
 
     ws = Workspace(get_settings(data))
-    ws.create_kb("Samples")
+    ws.create_kb("Samples", caller=Caller.operator())
     files = [next((PDFS / s).glob("*.pdf")) for s in SAMPLES]
-    ws.ingest("Samples", files)
+    ws.ingest("Samples", files, caller=Caller.operator())
     qs = questions_from(ws, "Samples", args.turns)
     ws.close()
 

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from rag_core.access import Caller
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -37,9 +38,9 @@ def main() -> None:
     from rag_core.workspace import Workspace
 
     ws = Workspace(get_settings(Path(tempfile.mkdtemp()) / "data"))
-    ws.create_kb("Samples")
-    stats = ws.ingest("Samples", sorted(PDFS.glob("*/*.pdf")))
-    kb = ws.get_kb("Samples").kb_id
+    ws.create_kb("Samples", caller=Caller.operator())
+    stats = ws.ingest("Samples", sorted(PDFS.glob("*/*.pdf")), caller=Caller.operator())
+    kb = ws.get_kb("Samples", caller=Caller.operator()).kb_id
     cache = PageCache(max_items=10_000)
     found = on_page = boxed = total = spanned = 0
     cold, warm, misses = [], [], []

@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from rag_core.access import Caller
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -57,7 +58,7 @@ def worker(data_dir: str, wid: int, ops: int, out) -> None:
                 paras = "\n\n".join(f"Paragraph {p} of worker {wid} document {i} about soakterm{i % 7}. " * 6
                                     for p in range(rng.randint(1, 6)))
                 f.write_text(f"# Doc {i}\n\n{paras}\n")
-                rep = ws.ingest("soak", [f]).reports[0]
+                rep = ws.ingest("soak", [f], caller=Caller.operator()).reports[0]
                 if rep.status != "ingested":
                     errors.append(f"ingest {f.name}: {rep.status} {rep.reason}")
                 else:
@@ -65,11 +66,11 @@ def worker(data_dir: str, wid: int, ops: int, out) -> None:
                 counts["ingest"] += 1
             elif op == "delete":
                 doc = mine.pop(rng.randrange(len(mine)))
-                ws.delete_document("soak", doc)
+                ws.delete_document("soak", doc, caller=Caller.operator())
                 deleted.add(doc)
                 counts["delete"] += 1
             else:
-                res = ws.search(["soak"], f"soakterm{rng.randrange(7)} worker document", k=50, mode="keyword").results
+                res = ws.search(["soak"], f"soakterm{rng.randrange(7)} worker document", k=50, mode="keyword", caller=Caller.operator()).results
                 for r in res:
                     if r.chunk.doc_id in deleted:
                         violations.append(f"deleted {r.chunk.doc_id} returned")
@@ -87,7 +88,7 @@ def run(ops: int, workers: int = 2) -> dict:
 
     data = tempfile.mkdtemp(prefix="gw-soak-")
     ws = Workspace(get_settings(data))
-    ws.create_kb("soak")
+    ws.create_kb("soak", caller=Caller.operator())
     _ = ws.embedder  # records the model, as a first app start would
     ws.close()
     ctx = mp.get_context("spawn")

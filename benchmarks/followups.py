@@ -32,6 +32,7 @@ from rag_core.config import get_settings  # noqa: E402
 from rag_core.generation.condense import condense, topic  # noqa: E402
 from rag_core.retrieval.query import key_terms  # noqa: E402
 from rag_core.workspace import Workspace  # noqa: E402
+from rag_core.access import Caller
 
 TRAIN_ARTICLES = range(0, 20)
 OUT = Path(__file__).resolve().parent / "results"
@@ -123,7 +124,7 @@ def main() -> None:
               "condensed": condense(ex["followup"], history), "standalone": ex["standalone"]}
         tops = {}
         for f, q in qs.items():
-            docs = [r.chunk.doc_id for r in ws.search([KB], q, k=5).results]
+            docs = [r.chunk.doc_id for r in ws.search([KB], q, k=5, caller=Caller.operator()).results]
             tops[f] = docs[0] if docs else None
             stats[f]["gold_at_1"] += bool(docs) and docs[0] == ex["doc"]
             stats[f]["gold_in_5"] += ex["doc"] in docs

@@ -20,12 +20,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # noqa: E402
 from rag_core.config import get_settings  # noqa: E402
 from rag_core.workspace import Workspace  # noqa: E402
+from rag_core.access import Caller
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 def run(ws: Workspace, kb_name: str, paths: list[Path]) -> dict:
-    kb = ws.appdb.find_kb(kb_name) or ws.create_kb(kb_name)
+    kb = next(iter(ws.appdb.find_kbs(kb_name)), None) or ws.create_kb(kb_name, caller=Caller.operator())
     t = time.perf_counter()
     stats = ws.ingestor.ingest(kb, paths)
     total = time.perf_counter() - t

@@ -38,6 +38,7 @@ from rag_core.evaluation import percentile  # noqa: E402
 from rag_core.grounding.citations import attach_markers  # noqa: E402
 from rag_core.text.analysis import analyze  # noqa: E402
 from rag_core.workspace import Workspace  # noqa: E402
+from rag_core.access import Caller
 
 OUT = Path(__file__).resolve().parent / "results"
 _MARK = re.compile(r"\[(\d{1,3})\]")
@@ -99,7 +100,7 @@ def run(args) -> dict:
         answerable, impossible = answerable[: args.limit], impossible[: args.limit]
     t = time.perf_counter()
     chain = ws.answers.chain  # starts the local server (first use)
-    ws.answers.chain.invoke(ws.answer_request([KB], "What is the capital of France?"))  # warm the server
+    ws.answers.chain.invoke(ws.answer_request([KB], "What is the capital of France?", caller=Caller.operator()))  # warm the server
     startup = time.perf_counter() - t
     rows, unsupported = [], []
     raw_marks = raw_valid = shown = shown_valid = 0
@@ -110,7 +111,7 @@ def run(args) -> dict:
             pieces = 0
             draft = ""
             answer = None
-            for ev in chain.stream(ws.answer_request([KB], q)):
+            for ev in chain.stream(ws.answer_request([KB], q, caller=Caller.operator())):
                 if ev.kind == "token":
                     if first is None:
                         first = time.perf_counter()

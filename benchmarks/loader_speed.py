@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from rag_core.access import Caller
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -51,8 +52,8 @@ def main() -> None:
     d = Path(tempfile.mkdtemp())
     paths = make_bad_files(d / "files")
     ws = Workspace(get_settings(d / "data", ingest_timeout_s=60, ingest_memory_mb=1024))
-    ws.create_kb("bad")
-    stats, s = timed(lambda: ws.ingest("bad", paths))
+    ws.create_kb("bad", caller=Caller.operator())
+    stats, s = timed(lambda: ws.ingest("bad", paths, caller=Caller.operator()))
     print(f"bad-files batch: {len(paths)} files in {s:.1f} s "
           f"({sum(r.status == 'failed' for r in stats.reports)} refused with a reason)")
     ws.close()

@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rag_core.config import get_settings  # noqa: E402
 from rag_core.evaluation import percentile  # noqa: E402
 from rag_core.workspace import Workspace  # noqa: E402
+from rag_core.access import Caller
 
 MANUALS = ("R-intro.pdf", "R-data.pdf", "R-admin.pdf", "R-lang.pdf")
 QUESTIONS = Path(__file__).resolve().parent / "data" / "r_manuals_questions.jsonl"
@@ -35,22 +36,22 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="ask each question this many times (latency)")
     args = ap.parse_args()
     ws = Workspace(get_settings(args.data_dir))
-    if ws.appdb.find_kb(KB) is None:
-        ws.create_kb(KB, description="R manuals")
+    if not ws.appdb.find_kbs(KB):
+        ws.create_kb(KB, description="R manuals", caller=Caller.operator())
         t = time.perf_counter()
-        stats = ws.ingest(KB, [Path(args.pdfs) / m for m in MANUALS])
+        stats = ws.ingest(KB, [Path(args.pdfs) / m for m in MANUALS], caller=Caller.operator())
         print(json.dumps({"ingested_pages": stats.pages, "chunks": stats.chunks,
                           "seconds": round(time.perf_counter() - t, 1)}))
-    kb = ws.get_kb(KB)
+    kb = ws.get_kb(KB, caller=Caller.operator())
     print(json.dumps({"chunks_in_kb": ws.appdb.counts(kb.kb_id)[1]}))
     qs = [json.loads(x) for x in QUESTIONS.open()]
-    ws.ask([KB], "warm-up question about R")  # model loads are not a question's latency
+    ws.ask([KB], "warm-up question about R", caller=Caller.operator())  # model loads are not a question's latency
     rows, lat = [], []
     stages: dict[str, list[float]] = {}
     for q in qs:
         for _ in range(args.repeat):
             t = time.perf_counter()
-            a = ws.ask([KB], q["question"])
+            a = ws.ask([KB], q["question"], caller=Caller.operator())
             lat.append((time.perf_counter() - t) * 1000)
             for k, v in a.timings_ms.items():
                 if isinstance(v, (int, float)) and not k.startswith("crag"):

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from rag_core.access import Caller
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -48,7 +49,7 @@ def main() -> None:
 
     data = first_pages(args.pdf, args.pages)
     ws = Workspace(get_settings(Path(tempfile.mkdtemp()) / "data"))
-    ws.create_kb("Manual")
+    ws.create_kb("Manual", caller=Caller.operator())
     ws.embedder  # noqa: B018 - the app loads the model at start, not per upload
     peak = matmul_peak()
     # a phrase from the last page, found the way a person would search for it
@@ -59,12 +60,12 @@ def main() -> None:
     query = " ".join(words)
 
     t0 = time.perf_counter()
-    job_id = ws.submit_upload("Manual", [(f"{args.pdf.stem}-{args.pages}p.pdf", data)])
+    job_id = ws.submit_upload("Manual", [(f"{args.pdf.stem}-{args.pages}p.pdf", data)], caller=Caller.operator())
     searchable = None
     while True:
         job = ws.jobs.get(job_id)
         if searchable is None:
-            hits = ws.search(["Manual"], query, k=5, mode="keyword").results
+            hits = ws.search(["Manual"], query, k=5, mode="keyword", caller=Caller.operator()).results
             if hits and any(h.chunk.page_end >= args.pages - 1 for h in hits):
                 searchable = time.perf_counter() - t0
         if not job.active:

@@ -27,6 +27,7 @@ from rag_core.config import get_settings  # noqa: E402
 from rag_core.evaluation import doc_ranking, evaluate_run  # noqa: E402
 from rag_core.retrieval.rerank import FEATURES, WEIGHTS_FILE, FeatureReranker  # noqa: E402
 from rag_core.workspace import Workspace  # noqa: E402
+from rag_core.access import Caller
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 KB = "beir-beir-scifact"
@@ -68,12 +69,12 @@ def main() -> None:
     ap.add_argument("--skip-alpha", action="store_true", help="skip the alpha sweep")
     args = ap.parse_args()
     ws = Workspace(get_settings(args.data_dir))
-    kb = ws.get_kb(KB)
+    kb = ws.get_kb(KB, caller=Caller.operator())
     claims, qrels = train_claims()
     print(json.dumps({"train_claims": len(claims)}))
 
     for alpha in () if args.skip_alpha else (0.3, 0.4, 0.5, 0.6, 0.7):
-        run = {q: doc_ranking(ws.search([kb.kb_id], t, k=100, alpha=alpha, rerank=False).results, 100)
+        run = {q: doc_ranking(ws.search([kb.kb_id], t, k=100, alpha=alpha, rerank=False, caller=Caller.operator()).results, 100)
                for q, t in claims.items()}
         m = evaluate_run(run, qrels)
         print(json.dumps({"alpha": alpha, "rerank": False, **{k: round(v, 4) for k, v in m.items()}}), flush=True)
@@ -82,7 +83,7 @@ def main() -> None:
     feat = FeatureReranker(idf=ws.store.idf)
     xs, ys, cands_by_q = [], [], {}
     for q, text in claims.items():
-        cands = ws.search([kb.kb_id], text, k=DEPTH, alpha=alpha, rerank=False).results
+        cands = ws.search([kb.kb_id], text, k=DEPTH, alpha=alpha, rerank=False, caller=Caller.operator()).results
         cands_by_q[q] = cands
         if not cands:
             continue

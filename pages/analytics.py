@@ -10,16 +10,17 @@ import pandas as pd
 import streamlit as st
 
 from pages.common import caller, workspace
+from rag_core.feedback import FeedbackLog
 from rag_core.render import escape_md
 
 ws = workspace()
 st.title("Feedback analytics")
 
 me = caller()
-log = ws.feedback
-everything = log.frame({kb.kb_id: kb.name for kb in ws.list_kbs()})
-if not me.admin:  # a user's analytics are their own answers (admins see everyone's)
-    everything = everything[everything["user"] == me.user]
+log = FeedbackLog  # the frame helpers (pure functions of a frame)
+# A user's analytics are their own answers (admins see everyone's); knowledge bases the caller
+# cannot see are named "(hidden)".
+everything = ws.feedback_for(caller=me).frame()
 if everything.empty:
     st.info("No answers yet. Ask something on the Chat page; ratings show up here.")
     st.stop()

@@ -19,6 +19,8 @@ from rag_core.render import answer_markdown, escape_md, marker_text, plain_answe
 
 ws = workspace()
 me = caller()
+convs = ws.conversations(caller=me)
+fb = ws.feedback_for(caller=me)
 kbs = selected_kbs()
 head, new_chat = st.columns([6, 1], vertical_alignment="bottom")
 head.title("Chat with your documents")
@@ -30,13 +32,13 @@ if not kbs:
 tid = st.session_state.get("thread_id")
 if st.session_state.get("loaded_thread", "none") != tid:
     try:
-        loaded = ws.threads.messages(tid, me.user) if tid else []
+        loaded = convs.messages(tid) if tid else []
     except GroundworkError:  # deleted meanwhile, or not this user's
         loaded, tid = [], None
         st.session_state.thread_id = None
     for m in loaded:
         if m.get("query_id"):
-            m["rating"] = ws.feedback.rating_of(m["query_id"])
+            m["rating"] = fb.rating_of(m["query_id"])
     st.session_state.messages = loaded
     st.session_state.loaded_thread = tid
 messages: list[dict] = st.session_state.setdefault("messages", [])
@@ -62,7 +64,7 @@ def conversations() -> None:
     tid = st.session_state.get("thread_id")
     with conversations_slot:
         st.markdown("**Conversations**")
-        saved = ws.threads.list(me.user)
+        saved = convs.list()
         if not saved:
             st.caption("Your conversations are saved here.")
         for t in saved[:30]:
@@ -74,14 +76,14 @@ def conversations() -> None:
                 name = st.text_input("Name", current, key=f"rename_{tid}", max_chars=120)
                 if st.button("Rename", key=f"do_rename_{tid}") and name.strip():
                     with friendly_errors("Renaming"):
-                        ws.threads.rename(tid, me.user, name)
+                        convs.rename(tid, name)
                         st.rerun()
-                st.download_button("Export as Markdown", data=lambda: ws.threads.markdown(tid, me.user),
+                st.download_button("Export as Markdown", data=lambda: convs.markdown(tid),
                                    file_name=f"{current[:40] or 'conversation'}.md", mime="text/markdown",
                                    on_click="ignore", icon=":material/download:")
                 if st.button("Delete conversation", key=f"del_{tid}", icon=":material/delete:"):
                     with friendly_errors("Deleting"):
-                        ws.threads.delete(tid, me.user)
+                        convs.delete(tid)
                         start_new_chat()
                         st.rerun()
 
@@ -90,7 +92,7 @@ new_chat.button("New chat", icon=":material/add_comment:", on_click=start_new_ch
                 help="Start a new conversation (this one stays in the list on the left).")
 
 # ---- scope: the selected knowledge bases, optionally only some of their documents ------
-docs = {d.doc_id: (d.source, kb) for kb in kbs for d in ws.appdb.list_documents(ws.get_kb(kb).kb_id)}
+docs = {d.doc_id: (d.source, kb) for kb in kbs for d in ws.list_documents(kb, caller=me)}
 if "scope_docs" in st.session_state:  # documents of a knowledge base no longer selected drop out
     st.session_state.scope_docs = [d for d in st.session_state.scope_docs if d in docs]
 scope_col, _ = st.columns([3, 2])
@@ -101,7 +103,7 @@ scope = scope_col.multiselect(
 )
 st.caption("Answering from: " + ", ".join(f"**{escape_md(n)}**" for n in kbs)
            + (f" · only {len(scope)} chosen document(s)" if scope else ""))
-if (share := ws.indexing_progress(kbs)) is not None:
+if (share := ws.indexing_progress(kbs, caller=me)) is not None:
     st.caption(f":material/hourglass_top: indexing {share:.0%} — new documents are searchable by their words "
                "already; answers may improve as their vectors are computed.")
 
@@ -169,7 +171,7 @@ def regenerate() -> None:
         st.session_state.pending_question = messages.pop()["content"]
         dropped += 1
     if tid and dropped:
-        ws.threads.drop_last(tid, me.user, dropped)
+        convs.drop_last(tid, dropped)
 
 
 def feedback_controls(m: dict) -> None:
@@ -179,7 +181,7 @@ def feedback_controls(m: dict) -> None:
     if fb is not None:
         rating = 1 if fb == 1 else -1
         if not saved or saved[0] != rating:
-            ws.feedback.rate(qid, rating, saved[1] if saved else "")
+            fb.rate(qid, rating, saved[1] if saved else "")
             saved = m["rating"] = (rating, saved[1] if saved else "", None)
     if not saved:
         return
@@ -191,7 +193,7 @@ def feedback_controls(m: dict) -> None:
                                   index=REASONS.index(saved[2]) if saved[2] in REASONS else None)
                 text = st.text_area("Anything to add?", value=saved[1], max_chars=2000)
                 if st.form_submit_button("Send"):
-                    ws.feedback.rate(qid, -1, text, reason)
+                    fb.rate(qid, -1, text, reason)
                     m["rating"] = (-1, text.strip(), reason)
                     st.toast("Thanks — this helps us fix it.")
                     st.rerun()
@@ -199,7 +201,7 @@ def feedback_controls(m: dict) -> None:
         with st.popover("Add a comment" if not saved[1] else "Edit comment"):
             text = st.text_area("What was good?", value=saved[1], key=f"cm_{qid}", max_chars=2000)
             if st.button("Save comment", key=f"cms_{qid}"):
-                ws.feedback.rate(qid, 1, text)
+                fb.rate(qid, 1, text)
                 m["rating"] = (1, text.strip(), None)
                 st.toast("Thanks — feedback saved.")
 
@@ -276,8 +278,8 @@ for i, m in enumerate(messages):
 
 if question:
     if tid is None:  # the first question starts a saved conversation
-        tid = st.session_state.thread_id = st.session_state.loaded_thread = ws.threads.create(me.user)
-    ws.threads.add(tid, me.user, "user", question)
+        tid = st.session_state.thread_id = st.session_state.loaded_thread = convs.create()
+    convs.add(tid, "user", question)
     messages.append({"role": "user", "content": question})
     with st.chat_message("user"):
         st.markdown(escape_md(question))
@@ -286,9 +288,9 @@ if question:
         with friendly_errors("Answering"):
             req = ws.answer_request(kbs, question, history=history, doc_ids=scope or None, caller=me)
             answer = stream_answer(req)
-            kb_ids = [ws.get_kb(n).kb_id for n in kbs]
-            qid = ws.feedback.log_answer(answer, kb_ids, me.user, thread_id=tid)
-            ws.threads.add(tid, me.user, "assistant", answer.text, answer, qid)
+            kb_ids = [ws.get_kb(n, caller=me).kb_id for n in kbs]
+            qid = fb.log_answer(answer, kb_ids, thread_id=tid)
+            convs.add(tid, "assistant", answer.text, answer, qid)
             messages.append({"role": "assistant", "content": answer.text, "answer": answer, "query_id": qid})
             render_answer({**messages[-1], "fresh": True}, len(messages) - 1, last=True)  # its notice is on screen already
 

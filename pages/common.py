@@ -31,7 +31,7 @@ def workspace() -> Workspace:
         pass  # e.g. an embedding-model mismatch: reported where it matters, on the first question
     gc.collect()
     gc.freeze()
-    ws.job_runner.start()  # resumes jobs a previous run left queued or half-done
+    ws.start_worker()  # resumes jobs a previous run left queued or half-done
     return ws
 
 
@@ -57,8 +57,14 @@ def identity() -> Caller | None:
     s = workspace().settings
     mode = auth_mode()
     if mode == "local":
-        # No sign-in configured: the person at the machine (RAG_USER/RAG_GROUPS if set).
-        return Caller.of(s.user, s.group_list, s.tenant)
+        # No sign-in configured: RAG_USER/RAG_GROUPS/RAG_TENANT if set; else the person at the
+        # machine, the local operator, unless RAG_AUTH=required (then nobody: sign-in needed).
+        local = Caller.of(s.user, s.group_list, s.tenant)
+        if local.user is None and not local.groups and local.tenant is None:
+            return None if s.auth == "required" else Caller.operator()
+        user, groups, tenant = local.user, sorted(local.groups), local.tenant
+        admin = user in _split(s.admin_emails) or bool(set(groups) & set(_split(s.admin_groups)))
+        return Caller(user=user, groups=frozenset(groups), tenant=tenant, admin=admin)
     if mode == "oidc":
         if not st.user.is_logged_in:
             return None
@@ -85,7 +91,7 @@ def caller() -> Caller:
 
 
 def kb_names() -> list[str]:
-    return [kb.name for kb in workspace().list_kbs(caller())]
+    return [kb.name for kb in workspace().list_kbs(caller=caller())]
 
 
 def selected_kbs() -> list[str]:
@@ -93,7 +99,7 @@ def selected_kbs() -> list[str]:
     names = kb_names()
     current = [n for n in st.session_state.get("selected_kbs", []) if n in names]
     if not current:
-        last = (workspace().appdb.get_meta(f"last_kbs:{caller().user or ''}") or "").split("\n")
+        last = workspace().last_kbs(caller=caller())
         current = [n for n in last if n in names] or names[:1]
     if current != st.session_state.get("selected_kbs"):
         st.session_state.selected_kbs = current
@@ -101,7 +107,7 @@ def selected_kbs() -> list[str]:
 
 
 def remember_kbs(names: list[str]) -> None:
-    workspace().appdb.set_meta(f"last_kbs:{caller().user or ''}", "\n".join(names))  # per user
+    workspace().remember_kbs(names, caller=caller())
 
 
 @contextmanager

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import streamlit as st
 
-from pages.common import auth_mode, caller, friendly_errors, kb_names, workspace
+from pages.common import caller, friendly_errors, kb_names, workspace
 from rag_core.generation.prompts import system_prompt
 from rag_core.models import RetrievalSettings
+from rag_core.render import escape_md
 
 ws = workspace()
 me = caller()
-signed_in = auth_mode() != "local"
 st.title("Knowledge bases")
 
 with st.expander("Create a knowledge base", expanded=not kb_names()):
@@ -21,18 +19,18 @@ with st.expander("Create a knowledge base", expanded=not kb_names()):
         desc = st.text_input("Description")
         if st.form_submit_button("Create"):
             with friendly_errors("Creating"):
-                # Signed in, a new knowledge base is its creator's until they share it.
-                private = dict(acl_users=[me.user], tenant=me.tenant) if signed_in and not me.admin else {}
-                ws.create_kb(name, description=desc, **private)
+                # Signed in, a new knowledge base is its creator's (owner and only reader) until shared.
+                private = dict(acl_users=[me.user]) if me.user and not me.admin else {}
+                ws.create_kb(name, caller=me, description=desc, **private)
                 st.rerun()
 
 names = kb_names()
 if not names:
     st.stop()
-kb = ws.resolve_kbs([st.selectbox("Knowledge base", names, key="settings_kb")], me)[0]
-# Who may change it (settings, access, deletion): admins, and the users named on it (its owners).
-may_share = me.admin or (me.user is not None and me.user in kb.acl_users)
-docs, chunks = ws.appdb.counts(kb.kb_id)
+kb = ws.get_kb(st.selectbox("Knowledge base", names, key="settings_kb"), caller=me)
+# Who may change it (settings, access, deletion): its owners and admins (rag_core/access.py).
+may_share = ws.can_write(kb.kb_id, caller=me)
+docs, chunks = ws.kb_counts(kb.kb_id, caller=me)
 st.caption(f"{docs} document(s) · {chunks} chunk(s) · id `{kb.kb_id}`")
 
 defaults = RetrievalSettings()
@@ -65,28 +63,30 @@ with st.form(f"edit_{kb.kb_id}"):
     budget = c1.number_input("Context budget (tokens)", 200, 32000, int(r.context_tokens), 100,
                              help="Most passage text sent to the model per answer.")
     st.subheader("Access")
-    if not signed_in:
+    if me.is_operator:
         st.caption(":material/info: No sign-in is configured, so in this app you are the operator and see every "
                    "knowledge base: these fields are not enforced here. They are enforced once sign-in is set up "
                    "(README: Sign-in) and for the CLI's --user/--groups/--tenant.")
-    tenant = st.text_input("Tenant", kb.tenant or "", disabled=not may_share,
-                           help="Only users of this tenant see the knowledge base. Empty = any.")
-    users = st.text_input("Users (comma separated)", ", ".join(kb.acl_users), disabled=not may_share,
-                          help="Empty users and groups = everyone.")
-    groups = st.text_input("Groups (comma separated)", ", ".join(kb.acl_groups), disabled=not may_share)
+    if kb.tenant:
+        st.caption(f"Tenant: {escape_md(kb.tenant)} (a knowledge base lives in its creator's tenant)")
+    owners = st.text_input("Owners (comma separated)", ", ".join(kb.owners), disabled=not may_share,
+                           help="Owners (and admins) change settings, access and documents.")
+    users = st.text_input("Readers (comma separated)", ", ".join(kb.acl_users), disabled=not may_share,
+                          help="Users who may read it. Empty readers and groups = everyone in the tenant.")
+    groups = st.text_input("Reader groups (comma separated)", ", ".join(kb.acl_groups), disabled=not may_share)
     if not may_share:
-        st.caption("Only admins and the users named on this knowledge base can change it.")
+        st.caption("Only its owners and admins can change this knowledge base.")
     if st.form_submit_button("Save", type="primary", disabled=not may_share):
         with friendly_errors("Saving"):
-            updated = replace(
-                kb, name=new_name, description=description, instructions=instructions, grounded_only=grounded,
+            ws.update_kb(
+                kb.kb_id, caller=me, name=new_name, description=description, instructions=instructions,
+                grounded_only=grounded,
                 retrieval=RetrievalSettings(top_k=top_k, alpha=alpha, fusion=fusion, rerank=rerank, mmr_lambda=mmr,
                                             score_threshold=threshold, context_tokens=int(budget)),
-                tenant=tenant.strip() or None,
+                owners=[u.strip() for u in owners.split(",") if u.strip()],
                 acl_users=[u.strip() for u in users.split(",") if u.strip()],
                 acl_groups=[g.strip() for g in groups.split(",") if g.strip()],
             )
-            ws.appdb.update_kb(updated)
             st.toast("Saved. Access changes apply at once, to the documents already in it too.")
             st.rerun()
 
@@ -98,6 +98,6 @@ with st.expander("Delete this knowledge base"):
     sure = st.checkbox(f"Yes, delete {kb.name}", key=f"sure_{kb.kb_id}", disabled=not may_share)
     if st.button("Delete knowledge base", disabled=not (sure and may_share), type="primary"):
         with friendly_errors("Deleting"):
-            ws.delete_kb(kb.kb_id)
+            ws.delete_kb(kb.kb_id, caller=me)
             st.session_state.pop("settings_kb", None)
             st.rerun()

@@ -23,8 +23,9 @@ with st.expander("Create a knowledge base", expanded=not names):
         new_desc = st.text_input("Description (optional)")
         if st.form_submit_button("Create"):
             with friendly_errors("Creating the knowledge base"):
-                private = dict(acl_users=[me.user], tenant=me.tenant) if me.user and not me.admin else {}
-                kb = ws.create_kb(new_name, description=new_desc, **private)  # signed in: yours until shared
+                # Signed in, a new knowledge base is its creator's (owner and only reader) until shared.
+                private = dict(acl_users=[me.user]) if me.user and not me.admin else {}
+                kb = ws.create_kb(new_name, caller=me, description=new_desc, **private)
                 st.session_state.upload_kb = kb.name
                 st.session_state.flash = f"Created {kb.name}. Now add files to it."
                 st.rerun()
@@ -33,10 +34,14 @@ if not names:
 
 default = names.index(st.session_state.get("upload_kb")) if st.session_state.get("upload_kb") in names else 0
 kb_name = st.selectbox("Knowledge base", names, index=default, key="upload_kb")
-kb = ws.resolve_kbs([kb_name], me)[0]
+kb = ws.get_kb(kb_name, caller=me)
+may_write = ws.can_write(kb.kb_id, caller=me)
+if not may_write:
+    st.info(f"You can read **{escape_md(kb.name)}** but not add to it or delete from it: only its owners and admins "
+            "can. Ask an owner to add you as a co-owner on the Knowledge bases page.")
 
 limit = ws.settings.max_file_mb
-files = st.file_uploader(
+files = None if not may_write else st.file_uploader(
     f"Drop files here — PDF (scans too), DOCX, PPTX, XLSX, EPUB, TXT, MD, HTML, CSV, JSONL · up to {limit} MB each, "
     f"{ws.settings.max_files_per_batch} per batch",
     type=sorted(e.lstrip(".") for e in SUPPORTED_EXTENSIONS),
@@ -45,7 +50,7 @@ files = st.file_uploader(
 )
 if files and st.button(f"Add {len(files)} file(s) to {kb.name}", type="primary"):
     with friendly_errors("Uploading"):
-        job_id = ws.submit_upload(kb.name, [(f.name, f.getvalue()) for f in files], me.user)
+        job_id = ws.submit_upload(kb.kb_id, [(f.name, f.getvalue()) for f in files], caller=me)
         st.session_state.upload_round = st.session_state.get("upload_round", 0) + 1
         st.session_state.flash = (f"Queued {len(files)} file(s) for {kb.name}. They are read in the background: "
                                   "keep working, the progress is below.")
@@ -58,7 +63,7 @@ def report_frame(job) -> pd.DataFrame:
 
 
 def jobs_panel() -> None:
-    jobs = ws.jobs.list(kb.kb_id, limit=5)
+    jobs = ws.list_jobs(kb.kb_id, caller=me, limit=5)  # the caller's own uploads (admins: all)
     if not jobs:
         return
     st.subheader("Uploads")
@@ -72,18 +77,18 @@ def jobs_panel() -> None:
             else:
                 bad = any(r["status"] == "failed" for r in job.reports) or job.status != "done"
                 (st.warning if bad else st.success)(job.summary())
-            for name in ws.jobs.locked(job) if not job.active else []:
+            for name in job.locked_files() if not job.active else []:
                 with st.form(f"pw_{job.job_id}_{name}", border=False):
                     st.markdown(f":material/lock: **{escape_md(name)}** is encrypted.")
                     pw = st.text_input(f"Password for {name}", type="password",
                                        help="Used once to open the file; never stored.")
                     if st.form_submit_button("Open with this password") and pw:
                         with friendly_errors("Opening the PDF"):
-                            ws.retry_with_password(job.job_id, name, pw, me.user)
+                            ws.retry_with_password(job.job_id, name, pw, caller=me)
                             st.rerun()
             if job.active:
                 if st.button("Cancel", key=f"cancel_{job.job_id}", icon=":material/cancel:"):
-                    ws.jobs.cancel(job.job_id)
+                    ws.cancel_job(job.job_id, caller=me)
                     st.toast("Cancelling… documents already fully indexed stay.")
             if job.reports:
                 with st.expander(f"Per-file report ({len(job.reports)} of {len(job.files)} files)",
@@ -96,11 +101,11 @@ def jobs_panel() -> None:
 
 
 # Live progress without blocking the page: only this part reruns, every second, while a job runs.
-active = any(j.active for j in ws.jobs.list(kb.kb_id, limit=5))
+active = any(j.active for j in ws.list_jobs(kb.kb_id, caller=me, limit=5))
 st.fragment(run_every=1.0 if active else None)(jobs_panel)()
 
 st.subheader(f"Documents in {kb.name}")
-docs = ws.appdb.list_documents(kb.kb_id)
+docs = ws.list_documents(kb.kb_id, caller=me)
 if not docs:
     st.caption("No documents yet.")
 for d in docs:
@@ -108,8 +113,8 @@ for d in docs:
     c1.markdown(f"**{escape_md(d.source)}**  \n{escape_md(d.title)}" if d.title and d.title != d.source else f"**{escape_md(d.source)}**")
     c2.caption(f"{d.pages} page(s) · {d.chunks} chunk(s)"
                + (" · searchable, vectors being computed" if d.status == "searchable" else ""))
-    if c3.button("Delete", key=f"del_{d.doc_id}"):
+    if may_write and c3.button("Delete", key=f"del_{d.doc_id}"):
         with friendly_errors("Deleting"):
-            ws.delete_document(kb.kb_id, d.doc_id)
+            ws.delete_document(kb.kb_id, d.doc_id, caller=me)
             st.toast(f"Deleted {d.source}.")
             st.rerun()

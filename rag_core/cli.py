@@ -404,6 +404,9 @@ def cmd_migrate(args) -> int:
     from .stores import make_store
 
     ws = _workspace(args)
+    caller = _caller(args, ws)
+    if not caller.admin:  # before any connection to the target is made
+        raise GroundworkError("only the operator or an admin may migrate the whole data folder")
     if ws.settings.store != "embedded":
         raise GroundworkError("migrate copies from the embedded store: run it with RAG_STORE=embedded (the default)")
     tsettings = get_settings(args.data_dir, store=args.to)
@@ -413,7 +416,7 @@ def cmd_migrate(args) -> int:
     # the target's identity: a rerun into the same place resumes, another place starts afresh
     key = f"{args.to}:{tsettings.weaviate_url or tsettings.data_dir}:{getattr(target, 'collection_name', '')}"
     t = _t.perf_counter()
-    res = ws.migrate_to(target, target_key=key, restart=args.restart, caller=_caller(args, ws))
+    res = ws.migrate_to(target, target_key=key, restart=args.restart, caller=caller)
     res["seconds"] = round(_t.perf_counter() - t, 1)
     res["chunks_per_s"] = round(res["chunks"] / max(res["seconds"], 1e-9), 1)
     target.close()

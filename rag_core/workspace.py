@@ -148,6 +148,15 @@ class Workspace:
                 Path(doc.stored_path).unlink(missing_ok=True)
         self.appdb.delete_kb_row(kb.kb_id)
 
+    def last_kbs(self, *, caller: Caller) -> list[str]:
+        """The knowledge bases this caller last chose (names it can still see)."""
+        saved = (self.appdb.get_meta(f"last_kbs:{caller.user or ''}") or "").split("\n")
+        names = {kb.name for kb in self.list_kbs(caller=caller)}
+        return [n for n in saved if n in names]
+
+    def remember_kbs(self, names: list[str], *, caller: Caller) -> None:
+        self.appdb.set_meta(f"last_kbs:{caller.user or ''}", "\n".join(names))
+
     # ---- conversations and feedback ------------------------------------------------------
     @cached_property
     def threads(self):
@@ -360,14 +369,13 @@ class Workspace:
                     best, best_score = (kb_id, doc.doc_id), score
         return best if best_score >= 0.6 else None
 
-    def retriever(self, kb_names: list[str], *, caller: Caller, k: int | None = None):
+    def retriever(self, kb_names: list[str], *, caller: Caller):
         """A LangChain retriever over the given knowledge bases for this caller."""
         from .retrieval.retriever import GroundworkRetriever
 
         kbs = self.resolve_kbs(kb_names, caller=caller)
-        kw = {"k": k} if k is not None else {}
         return GroundworkRetriever(pipeline=self.retrieval, filters=access.search_filters(caller, kbs),
-                                   settings=merged_settings(kbs), **kw)
+                                   settings=merged_settings(kbs))
 
     def search(
         self,

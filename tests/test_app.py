@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from rag_core.config import get_settings
 from rag_core.workspace import Workspace
+from rag_core.access import Caller
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -30,10 +31,10 @@ def app() -> AppTest:
 
 def seed(data_dir: Path, tmp: Path) -> Workspace:
     ws = Workspace(get_settings(data_dir))
-    ws.create_kb("Geo")
+    ws.create_kb("Geo", caller=Caller.operator())
     f = tmp / "volcanoes.md"
     f.write_text("# Volcanoes\n\nIceland has about 130 volcanoes. Lava flows are watched by tourists.\n")
-    ws.ingest("Geo", [f])
+    ws.ingest("Geo", [f], caller=Caller.operator())
     return ws
 
 
@@ -51,7 +52,7 @@ def test_create_kb_on_settings_page(data_dir):
     at.button[0].click().run()
     assert not at.exception
     ws = Workspace(get_settings(data_dir))
-    assert ws.get_kb("Handbook").description == "HR rules"
+    assert ws.get_kb("Handbook", caller=Caller.operator()).description == "HR rules"
     # bad name: a message, not a traceback
     at.switch_page("pages/knowledge_bases.py").run()
     at.text_input[0].set_value("bad/name")
@@ -86,10 +87,10 @@ def test_ask_question_shows_cited_answer_and_logs_it(data_dir, tmp_path, monkeyp
 
 def test_document_html_is_escaped(data_dir, tmp_path):
     ws = Workspace(get_settings(data_dir))
-    ws.create_kb("Web")
+    ws.create_kb("Web", caller=Caller.operator())
     f = tmp_path / "evil.txt"
     f.write_text("The launch code is <script>alert(1)</script> ![x](http://tracker.invalid/p.png) banana42.")
-    ws.ingest("Web", [f])
+    ws.ingest("Web", [f], caller=Caller.operator())
     at = app().run()
     at.chat_input[0].set_value("What is the launch code banana42?").run()
     md = " ".join(m.value for m in at.markdown)
@@ -99,11 +100,11 @@ def test_document_html_is_escaped(data_dir, tmp_path):
 
 def test_analytics_page_counts_feedback(data_dir, tmp_path):
     ws = seed(data_dir, tmp_path)
-    a = ws.ask(["Geo"], "How many volcanoes does Iceland have?")
-    qid = ws.feedback.log_answer(a, [ws.get_kb("Geo").kb_id])
+    a = ws.ask(["Geo"], "How many volcanoes does Iceland have?", caller=Caller.operator())
+    qid = ws.feedback.log_answer(a, [ws.get_kb("Geo", caller=Caller.operator()).kb_id])
     ws.feedback.rate(qid, 1, "spot on")
-    b = ws.ask(["Geo"], "Who painted the Mona Lisa?")
-    ws.feedback.log_answer(b, [ws.get_kb("Geo").kb_id])
+    b = ws.ask(["Geo"], "Who painted the Mona Lisa?", caller=Caller.operator())
+    ws.feedback.log_answer(b, [ws.get_kb("Geo", caller=Caller.operator()).kb_id])
     at = app().run()
     at.switch_page("pages/analytics.py").run()
     assert not at.exception
@@ -114,12 +115,12 @@ def test_analytics_page_counts_feedback(data_dir, tmp_path):
 
 def test_feedback_log_and_frames(data_dir, tmp_path):
     ws = seed(data_dir, tmp_path)
-    a = ws.ask(["Geo"], "How many volcanoes does Iceland have?")
-    qid = ws.feedback.log_answer(a, [ws.get_kb("Geo").kb_id], user="ann")
+    a = ws.ask(["Geo"], "How many volcanoes does Iceland have?", caller=Caller.operator())
+    qid = ws.feedback.log_answer(a, [ws.get_kb("Geo", caller=Caller.operator()).kb_id], user="ann")
     ws.feedback.rate(qid, -1)
     ws.feedback.rate(qid, 1, "changed my mind")  # re-rating replaces
     assert ws.feedback.rating_of(qid) == (1, "changed my mind", None)
-    df = ws.feedback.frame({ws.get_kb("Geo").kb_id: "Geo"})
+    df = ws.feedback.frame({ws.get_kb("Geo", caller=Caller.operator()).kb_id: "Geo"})
     assert df.loc[0, "kb"] == "Geo" and df.loc[0, "rating"] == 1 and df.loc[0, "sources"] == "volcanoes.md"
     lat = ws.feedback.latency(df)
     assert "total" in set(lat["stage"]) and (lat["p95_ms"] >= lat["p50_ms"]).all()
@@ -130,10 +131,10 @@ def test_feedback_log_and_frames(data_dir, tmp_path):
 
 def two_docs(data_dir: Path, tmp: Path) -> Workspace:
     ws = Workspace(get_settings(data_dir))
-    ws.create_kb("Geo")
+    ws.create_kb("Geo", caller=Caller.operator())
     (tmp / "volcanoes.md").write_text("# Volcanoes\n\nIceland has about 130 volcanoes.\n")
     (tmp / "rivers.md").write_text("# Rivers\n\nThe Thames is 346 kilometres long.\n")
-    ws.ingest("Geo", [tmp / "volcanoes.md", tmp / "rivers.md"])
+    ws.ingest("Geo", [tmp / "volcanoes.md", tmp / "rivers.md"], caller=Caller.operator())
     return ws
 
 
@@ -142,7 +143,7 @@ def test_scoping_a_question_to_chosen_documents(data_dir, tmp_path):
     at = app().run()
     scope = at.multiselect(key="scope_docs")
     assert sorted(scope.options) == ["rivers.md", "volcanoes.md"]  # shown by file name
-    rivers = next(d.doc_id for d in ws.appdb.list_documents(ws.get_kb("Geo").kb_id) if d.source == "rivers.md")
+    rivers = next(d.doc_id for d in ws.appdb.list_documents(ws.get_kb("Geo", caller=Caller.operator()).kb_id) if d.source == "rivers.md")
     scope.set_value([rivers]).run()
     assert any("only 1 chosen document" in c.value for c in at.caption)
     # the answer is in volcanoes.md, which is out of scope: abstain, never cite it
@@ -178,9 +179,9 @@ def test_regenerate_replaces_the_last_answer_and_new_chat_clears(data_dir, tmp_p
 
 def test_thumbs_down_reasons_are_validated_and_counted(data_dir, tmp_path):
     ws = seed(data_dir, tmp_path)
-    kb = [ws.get_kb("Geo").kb_id]
-    q1 = ws.feedback.log_answer(ws.ask(["Geo"], "How many volcanoes does Iceland have?"), kb)
-    q2 = ws.feedback.log_answer(ws.ask(["Geo"], "Do tourists watch lava flows?"), kb)
+    kb = [ws.get_kb("Geo", caller=Caller.operator()).kb_id]
+    q1 = ws.feedback.log_answer(ws.ask(["Geo"], "How many volcanoes does Iceland have?", caller=Caller.operator()), kb)
+    q2 = ws.feedback.log_answer(ws.ask(["Geo"], "Do tourists watch lava flows?", caller=Caller.operator()), kb)
     ws.feedback.rate(q1, -1, "it missed the number", reason="incomplete")
     ws.feedback.rate(q2, -1)
     assert ws.feedback.rating_of(q1) == (-1, "it missed the number", "incomplete")
@@ -256,9 +257,9 @@ def test_conversations_are_saved_and_resumed_in_a_new_session(data_dir, tmp_path
 
 def test_only_owners_and_admins_change_a_knowledge_base(data_dir, monkeypatch):
     ws = Workspace(get_settings(data_dir))
-    ws.create_kb("Open")  # everyone sees it
-    ws.create_kb("Anns", acl_users=["ann"])
-    ws.create_kb("Hidden", acl_users=["zed"])
+    ws.create_kb("Open", caller=Caller.operator())  # everyone sees it
+    ws.create_kb("Anns", acl_users=["ann"], caller=Caller(user="ann"))  # she created it: she owns it
+    ws.create_kb("Hidden", acl_users=["zed"], caller=Caller.operator())
     ws.close()
     monkeypatch.setenv("RAG_USER", "ann")  # an identity: the policy applies to her
     at = app().run()

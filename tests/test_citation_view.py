@@ -17,6 +17,7 @@ from rag_core.errors import NotFound
 from rag_core.models import Chunk
 from rag_core.workspace import Workspace
 from tests.helpers import make_pdf
+from rag_core.access import Caller
 
 PAGE1 = "Lighthouses of the north coast\nThe keeper climbs 114 steps each evening\nto light the lamp at dusk."
 PAGE2 = "Tides and weather\nSpring tides reach 6 metres in March.\nFog horns sound every 30 seconds in fog."
@@ -106,39 +107,40 @@ def test_context_cuts_chunk_overlap_and_marks_the_snippet():
 
 def test_workspace_serves_pages_and_originals_only_to_allowed_users(tmp_path, pdf):
     ws = Workspace(get_settings(tmp_path / "data"))
-    ws.create_kb("Coast")
-    ws.create_kb("Private", acl_users=["ann"])
-    ws.ingest("Coast", [pdf])
-    ws.ingest("Private", [pdf])
-    a = ws.ask(["Coast"], "How many steps does the keeper climb?")
+    ws.create_kb("Coast", caller=Caller.operator())
+    ws.create_kb("Private", acl_users=["ann"], caller=Caller.operator())
+    ws.ingest("Coast", [pdf], caller=Caller.operator())
+    ws.ingest("Private", [pdf], caller=Caller.operator())
+    a = ws.ask(["Coast"], "How many steps does the keeper climb?", caller=Caller.operator())
     c = a.citations[0]
-    view = ws.cited_page(c)
+    view = ws.cited_page(c, caller=Caller.operator())
     assert view.page == 1 and view.boxes and view.matched > 0.5
-    assert ws.original_bytes(c.kb_id, c.doc_id) == pdf.read_bytes()
+    assert ws.original_bytes(c.kb_id, c.doc_id, caller=Caller.operator()) == pdf.read_bytes()
 
-    b = ws.ask(["Private"], "How many steps does the keeper climb?", user="ann")
+    ann, bob = Caller(user="ann"), Caller(user="bob")
+    b = ws.ask(["Private"], "How many steps does the keeper climb?", caller=ann)
     p = b.citations[0]
-    assert ws.cited_page(p, user="ann").boxes
-    for fn in (lambda: ws.cited_page(p, user="bob"), lambda: ws.original_bytes(p.kb_id, p.doc_id, user="bob"),
-               lambda: ws.cited_context(p, user="bob")):
+    assert ws.cited_page(p, caller=ann).boxes
+    for fn in (lambda: ws.cited_page(p, caller=bob), lambda: ws.original_bytes(p.kb_id, p.doc_id, caller=bob),
+               lambda: ws.cited_context(p, caller=bob)):
         with pytest.raises(NotFound):
             fn()
     # a deleted document cannot be opened from an old citation
-    ws.delete_document("Coast", c.doc_id)
+    ws.delete_document("Coast", c.doc_id, caller=Caller.operator())
     with pytest.raises(NotFound):
-        ws.original_bytes(c.kb_id, c.doc_id)
+        ws.original_bytes(c.kb_id, c.doc_id, caller=Caller.operator())
     ws.close()
 
 
 def test_non_pdf_sources_show_the_passage_in_its_text(tmp_path):
     ws = Workspace(get_settings(tmp_path / "data"))
-    ws.create_kb("Notes")
+    ws.create_kb("Notes", caller=Caller.operator())
     f = tmp_path / "notes.md"
     f.write_text("# Bees\n\nA hive holds about 50,000 bees in summer.\n\n# Wasps\n\nWasps build paper nests.\n")
-    ws.ingest("Notes", [f])
-    a = ws.ask(["Notes"], "How many bees live in a hive?")
+    ws.ingest("Notes", [f], caller=Caller.operator())
+    a = ws.ask(["Notes"], "How many bees live in a hive?", caller=Caller.operator())
     c = a.citations[0]
-    assert ws.cited_page(c) is None  # no pages to render
-    segs = ws.cited_context(c)
+    assert ws.cited_page(c, caller=Caller.operator()) is None  # no pages to render
+    segs = ws.cited_context(c, caller=Caller.operator())
     assert any(hit and "50,000 bees" in t for t, hit in segs)
     ws.close()

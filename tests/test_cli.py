@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from rag_core.access import Caller
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -111,7 +112,7 @@ def test_identity_flags_enforce_acl(data, tmp_path):
     from rag_core.workspace import Workspace
 
     ws = Workspace(get_settings(data))
-    ws.create_kb("board", acl_groups=["board"])
+    ws.create_kb("board", acl_groups=["board"], caller=Caller.operator())
     ws.close()
     f = tmp_path / "minutes.txt"
     f.write_text("The board approved the merger with Globex.")

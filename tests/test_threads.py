@@ -8,15 +8,16 @@ import pytest
 from rag_core.config import get_settings
 from rag_core.errors import NotFound
 from rag_core.workspace import Workspace
+from rag_core.access import Caller
 
 
 @pytest.fixture
 def ws(tmp_path):
     w = Workspace(get_settings(tmp_path / "data"))
-    w.create_kb("Geo")
+    w.create_kb("Geo", caller=Caller.operator())
     f = tmp_path / "volcanoes.md"
     f.write_text("# Volcanoes\n\nIceland has about 130 volcanoes.\n")
-    w.ingest("Geo", [f])
+    w.ingest("Geo", [f], caller=Caller.operator())
     yield w
     w.close()
 
@@ -25,8 +26,8 @@ def test_a_thread_round_trips_with_its_answers(ws):
     tid = ws.threads.create("ann@example.com")
     q = "How many volcanoes does Iceland have?"
     ws.threads.add(tid, "ann@example.com", "user", q)
-    a = ws.ask(["Geo"], q)
-    qid = ws.feedback.log_answer(a, [ws.get_kb("Geo").kb_id], "ann@example.com", thread_id=tid)
+    a = ws.ask(["Geo"], q, caller=Caller.operator())
+    qid = ws.feedback.log_answer(a, [ws.get_kb("Geo", caller=Caller.operator()).kb_id], "ann@example.com", thread_id=tid)
     ws.threads.add(tid, "ann@example.com", "assistant", a.text, a, qid)
     [t] = ws.threads.list("ann@example.com")
     assert t.title == q  # named by its first question

@@ -88,6 +88,10 @@ class Job:
         return (f"{head}: {counts['ingested']} ingested, {counts['duplicate']} duplicate, "
                 f"{counts['failed']} failed{tail}")
 
+    def locked_files(self) -> list[str]:
+        """Files that failed for want of the right password (they wait for one)."""
+        return JobQueue.locked(self)
+
 
 def _dur(s: float) -> str:
     return f"{s:.0f} s" if s < 90 else f"{s / 60:.0f} min"

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser.test_e2e import CHROMIUM, SHOTS, free_port, streamlit_app
+from rag_core.access import Caller
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium is not installed")
 SECRET = "The launch code of project Papaya is 4471."
@@ -38,13 +39,13 @@ def app(oidc, tmp_path_factory):
     root = tmp_path_factory.mktemp("signin")
     data = root / "data"
     ws = Workspace(get_settings(data))
-    ws.create_kb("Alice private", acl_users=["alice@example.com"])
-    ws.create_kb("Company handbook")
+    ws.create_kb("Alice private", acl_users=["alice@example.com"], caller=Caller.operator())
+    ws.create_kb("Company handbook", caller=Caller.operator())
     (root / "papaya.md").write_text(f"# Papaya\n\n{SECRET}\n")
     (root / "handbook.md").write_text("# Handbook\n\nThe office opens at 8 o'clock.\n")
-    ws.ingest("Alice private", [root / "papaya.md"])
-    ws.ingest("Company handbook", [root / "handbook.md"])
-    private = ws.appdb.list_documents(ws.get_kb("Alice private").kb_id)[0]
+    ws.ingest("Alice private", [root / "papaya.md"], caller=Caller.operator())
+    ws.ingest("Company handbook", [root / "handbook.md"], caller=Caller.operator())
+    private = ws.appdb.list_documents(ws.get_kb("Alice private", caller=Caller.operator()).kb_id)[0]
     ws.close()
 
     port = free_port()
@@ -186,8 +187,8 @@ def test_trusted_header_mode(tmp_path, browser):
 
     data = tmp_path / "data"
     ws = Workspace(get_settings(data))
-    ws.create_kb("Research notes", acl_groups=["research"])
-    ws.create_kb("Sales notes", acl_groups=["sales"])
+    ws.create_kb("Research notes", acl_groups=["research"], caller=Caller.operator())
+    ws.create_kb("Sales notes", acl_groups=["sales"], caller=Caller.operator())
     ws.close()
     with streamlit_app(data, env={"RAG_TRUSTED_HEADERS": "true"}) as (url, _):
         ctx = browser.new_context(extra_http_headers={"X-Forwarded-User": "carol", "X-Forwarded-Groups": "research"})

@@ -15,6 +15,7 @@ import pytest
 from rag_core.config import get_settings
 from rag_core.workspace import Workspace
 from tests.helpers import make_pdf
+from rag_core.access import Caller
 
 SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "pdfs-py-pdf-sample-files"
 
@@ -77,9 +78,9 @@ def batch(tmp_path_factory):
     d = tmp_path_factory.mktemp("bad")
     paths = make_bad_files(d)
     ws = Workspace(get_settings(d / "data", ingest_timeout_s=60, ingest_memory_mb=1024))
-    ws.create_kb("bad")
+    ws.create_kb("bad", caller=Caller.operator())
     t = time.perf_counter()
-    stats = ws.ingest("bad", paths)
+    stats = ws.ingest("bad", paths, caller=Caller.operator())
     return ws, {r.file: r for r in stats.reports}, time.perf_counter() - t
 
 
@@ -99,7 +100,7 @@ def test_every_file_has_an_outcome_and_a_reason(batch):
     assert reports["bomb.pdf"].doc_ids == []
     # 30,000 nested <div>s: read (the converter walks iteratively), its text indexed
     assert reports["nested.html"].status == "ingested" and reports["nested.html"].chunks == 1
-    assert ws.search(["bad"], "deep text", k=1, mode="keyword").results[0].chunk.source == "nested.html"
+    assert ws.search(["bad"], "deep text", k=1, mode="keyword", caller=Caller.operator()).results[0].chunk.source == "nested.html"
     if "imagemagick-images.pdf" in reports:
         assert "no text" in reports["imagemagick-images.pdf"].reason
         assert "password" in reports["libreoffice-writer-password.pdf"].reason
@@ -108,9 +109,9 @@ def test_every_file_has_an_outcome_and_a_reason(batch):
 
 def test_the_good_file_is_searchable_and_nothing_half_indexed(batch):
     ws, reports, _ = batch
-    hit = ws.search(["bad"], "heliotrope", k=1, mode="keyword").results[0]
+    hit = ws.search(["bad"], "heliotrope", k=1, mode="keyword", caller=Caller.operator()).results[0]
     assert hit.chunk.source == "good.md"
-    kb = ws.get_kb("bad")
+    kb = ws.get_kb("bad", caller=Caller.operator())
     assert ws.appdb.list_documents(kb.kb_id, status="indexing") == []
     assert ws.store.health()["ok"]
 
@@ -150,8 +151,8 @@ def test_two_concurrent_uploads_get_their_own_results(tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
     ws = Workspace(get_settings(tmp_path / "data"))
-    ws.create_kb("A")
-    ws.create_kb("B")
+    ws.create_kb("A", caller=Caller.operator())
+    ws.create_kb("B", caller=Caller.operator())
     files = {}
     for who in ("A", "B"):
         for i in range(6):
@@ -160,14 +161,14 @@ def test_two_concurrent_uploads_get_their_own_results(tmp_path):
             files.setdefault(who, []).append(f)
 
     def upload(who):
-        return ws.ingest(who, files[who])
+        return ws.ingest(who, files[who], caller=Caller.operator())
 
     with ThreadPoolExecutor(2) as ex:
         stats = dict(zip(("A", "B"), ex.map(upload, ("A", "B"))))
     for who in ("A", "B"):
         assert [r.file for r in stats[who].reports] == [f.name for f in files[who]]
         assert all(r.status == "ingested" for r in stats[who].reports)
-        kb_id = ws.get_kb(who).kb_id
+        kb_id = ws.get_kb(who, caller=Caller.operator()).kb_id
         for d in ws.appdb.list_documents(kb_id):
             text = " ".join(c.text for c in ws.store.document_chunks(kb_id, d.doc_id))
             assert d.source.startswith(who) and f"{who}{d.source.split('-')[1][0]}zebra" in text

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rag_core.config import get_settings
 from rag_core.workspace import Workspace
+from rag_core.access import Caller
 
 REPO = Path(__file__).resolve().parents[2]
 N = 300
@@ -32,7 +33,7 @@ def indexed_count(db: Path) -> int:
 
 def consistency(ws: Workspace) -> tuple[int, int]:
     """(half documents, orphan chunks) as the registry and the store see them."""
-    kb = ws.get_kb("big")
+    kb = ws.get_kb("big", caller=Caller.operator())
     half = 0
     for d in ws.appdb.list_documents(kb.kb_id):
         if len(ws.store.document_chunks(kb.kb_id, d.doc_id)) != d.chunks:
@@ -46,7 +47,7 @@ def consistency(ws: Workspace) -> tuple[int, int]:
 def test_sigkill_mid_ingest_then_resume(tmp_path):
     data = tmp_path / "data"
     ws = Workspace(get_settings(data))
-    ws.create_kb("big")
+    ws.create_kb("big", caller=Caller.operator())
     ws.close()
     corpus = tmp_path / "big.jsonl"
     corpus.write_text("\n".join(json.dumps({"_id": f"r{i}", "title": f"Record {i}",
@@ -64,30 +65,30 @@ def test_sigkill_mid_ingest_then_resume(tmp_path):
     proc.wait()
 
     ws = Workspace(get_settings(data))
-    kb_id = ws.get_kb("big").kb_id
+    kb_id = ws.get_kb("big", caller=Caller.operator()).kb_id
     indexed = len(ws.appdb.list_documents(kb_id, status="indexed"))
     waiting = len(ws.appdb.list_documents(kb_id, status="searchable"))
     assert 20 <= indexed < N
     # the keyword phase had finished (the file was parsed): the rest are searchable, vectors pending
     assert indexed + waiting == N
-    assert ws.search(["big"], "item 299", k=1, mode="keyword").results[0].chunk.doc_id == "r299"
+    assert ws.search(["big"], "item 299", k=1, mode="keyword", caller=Caller.operator()).results[0].chunk.doc_id == "r299"
     half, orphans = consistency(ws)
     assert half == 0 and orphans == 0
     assert ws.store.health()["ok"]
     # what the killed process had started is cleaned up; nothing indexed is lost
     ws.ingestor.recover_interrupted()
-    assert ws.appdb.list_documents(ws.get_kb("big").kb_id, status="indexing") == []
+    assert ws.appdb.list_documents(ws.get_kb("big", caller=Caller.operator()).kb_id, status="indexing") == []
     ws.close()
 
     p = subprocess.run([sys.executable, "-m", "rag_core", "ingest", "--kb", "big", str(corpus), "--data-dir",
                         str(data), "--json"], env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     ws = Workspace(get_settings(data))
-    kb = ws.get_kb("big")
+    kb = ws.get_kb("big", caller=Caller.operator())
     assert len(ws.appdb.list_documents(kb.kb_id, status="indexed")) == N  # the vectors were resumed
     assert consistency(ws) == (0, 0)
     ids = [c.chunk_id for d in ws.appdb.list_documents(kb.kb_id) for c in ws.store.document_chunks(kb.kb_id, d.doc_id)]
     assert (abs(ws.store.vectors_for(ids)).sum(axis=1) > 0).all()
     assert ws.store.count(kb.kb_id) == N and ws.store.health()["ok"]
-    hit = ws.search(["big"], "item 299", k=1, mode="keyword").results[0]
+    hit = ws.search(["big"], "item 299", k=1, mode="keyword", caller=Caller.operator()).results[0]
     assert hit.chunk.doc_id == "r299"

@@ -15,6 +15,8 @@ from rag_core.retrieval.pipeline import fit_budget
 from rag_core.retrieval.query import detect_lookup, key_terms, normalise, parse
 from rag_core.text.tokens import count_tokens
 from rag_core.workspace import Workspace
+from rag_core.access import Caller
+from rag_core.errors import NotFound
 
 DOCS = {
     "rajiv-pant-biography.md": "# Rajiv Pant\n\nRajiv is a technology executive. He led engineering teams at "
@@ -35,13 +37,13 @@ def ws(tmp_path_factory):
         p = root / name
         p.write_text(text)
         files.append(p)
-    w.create_kb("main")
-    w.ingest("main", files[:-1])
-    w.create_kb("board", acl_users=["ceo"], acl_groups=["board"])
-    w.ingest("board", files[-1:])
-    w.create_kb("other")
+    w.create_kb("main", caller=Caller.operator())
+    w.ingest("main", files[:-1], caller=Caller.operator())
+    w.create_kb("board", acl_users=["ceo"], acl_groups=["board"], caller=Caller.operator())
+    w.ingest("board", files[-1:], caller=Caller.operator())
+    w.create_kb("other", caller=Caller.operator())
     (root / "other.txt").write_text("Volcanoes on Mars are the largest in the solar system.")
-    w.ingest("other", [root / "other.txt"])
+    w.ingest("other", [root / "other.txt"], caller=Caller.operator())
     yield w
     w.close()
 
@@ -65,14 +67,14 @@ def test_lookup_detection():
 
 
 def test_document_lookup_returns_whole_document_in_order(ws):
-    r = ws.search(["main"], "show me the biography file")
+    r = ws.search(["main"], "show me the biography file", caller=Caller.operator())
     assert r.lookup_source == "rajiv-pant-biography.md"
     assert {x.chunk.source for x in r.results} == {"rajiv-pant-biography.md"}
     assert [x.chunk.ordinal for x in r.results] == sorted(x.chunk.ordinal for x in r.results)
 
 
 def test_hybrid_rerank_finds_the_answer(ws):
-    r = ws.search(["main"], "Why do volcanoes erupt?")
+    r = ws.search(["main"], "Why do volcanoes erupt?", caller=Caller.operator())
     assert r.results[0].chunk.source == "volcanoes.txt"
     assert "rerank" in r.results[0].scores and 0.0 <= r.results[0].score <= 1.0
     assert {"embed", "keyword", "vector", "fusion", "rerank", "total"} <= set(r.timings_ms)
@@ -80,27 +82,28 @@ def test_hybrid_rerank_finds_the_answer(ws):
 
 def test_filters_never_leak_other_kbs_or_acl(ws):
     for mode in ("keyword", "vector", "hybrid"):
-        r = ws.search(["main"], "volcanoes Mars merger Globex", k=20, mode=mode)
-        assert {x.chunk.kb_id for x in r.results} == {ws.get_kb("main").kb_id}
-        outsider = ws.search(["board"], "merger Globex", k=20, mode=mode, user="intern", groups=["staff"])
-        assert outsider.results == []
-        insider = ws.search(["board"], "merger Globex", k=20, mode=mode, user="intern", groups=["board"])
+        r = ws.search(["main"], "volcanoes Mars merger Globex", k=20, mode=mode, caller=Caller.operator())
+        assert {x.chunk.kb_id for x in r.results} == {ws.get_kb("main", caller=Caller.operator()).kb_id}
+        with pytest.raises(NotFound, match="no knowledge base named 'board'"):  # hidden reads as missing
+            ws.search(["board"], "merger Globex", k=20, mode=mode, caller=Caller.of("intern", ["staff"]))
+        insider = ws.search(["board"], "merger Globex", k=20, mode=mode, caller=Caller.of("intern", ["board"]))
         assert [x.chunk.source for x in insider.results] == ["secret.txt"]
-    # a lookup by name respects the ACL too
-    assert ws.search(["board"], "show me the secret file", user="intern").results == []
+    # the filters the policy builds keep a lookup by name inside what the caller may see
+    both = ws.search(["main"], "show me the secret file", caller=Caller.of("intern", ["staff"]))
+    assert all(x.chunk.source != "secret.txt" for x in both.results)
 
 
 def test_alpha_extremes(ws):
     q = "lava flows"
     # fusion is under test, not the reranker: both sides unreranked
-    kw = [x.chunk.chunk_id for x in ws.search(["main"], q, k=3, mode="keyword", rerank=False).results]
-    vec = [x.chunk.chunk_id for x in ws.search(["main"], q, k=3, mode="vector", rerank=False).results]
-    assert [x.chunk.chunk_id for x in ws.search(["main"], q, k=3, alpha=0.0, rerank=False).results] == kw
-    assert [x.chunk.chunk_id for x in ws.search(["main"], q, k=3, alpha=1.0, rerank=False).results] == vec
+    kw = [x.chunk.chunk_id for x in ws.search(["main"], q, k=3, mode="keyword", rerank=False, caller=Caller.operator()).results]
+    vec = [x.chunk.chunk_id for x in ws.search(["main"], q, k=3, mode="vector", rerank=False, caller=Caller.operator()).results]
+    assert [x.chunk.chunk_id for x in ws.search(["main"], q, k=3, alpha=0.0, rerank=False, caller=Caller.operator()).results] == kw
+    assert [x.chunk.chunk_id for x in ws.search(["main"], q, k=3, alpha=1.0, rerank=False, caller=Caller.operator()).results] == vec
 
 
 def test_langchain_retriever(ws):
-    ret = ws.retriever(["main"])
+    ret = ws.retriever(["main"], caller=Caller.operator())
     assert isinstance(ret, BaseRetriever)
     docs = ret.invoke("sourdough starter")
     assert docs[0].metadata["source"] == "baking.txt"

@@ -9,6 +9,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from rag_core.models import Chunk, ScoredChunk
 from rag_core.retrieval.rerank import FEATURES, FeatureReranker, LLMReranker, load_weights
+from rag_core.access import Caller
 
 
 def cand(cid: str, text: str, kw: float, vec: float, title: str = "") -> ScoredChunk:
@@ -102,12 +103,12 @@ def test_rag_reranker_llm_works_through_the_workspace(tmp_path):
     from rag_core.workspace import Workspace
 
     ws = Workspace(get_settings(tmp_path / "data", reranker="llm"))
-    ws.create_kb("Zoo")
+    ws.create_kb("Zoo", caller=Caller.operator())
     (tmp_path / "a.md").write_text("# Otters\n\nOtters hold hands while they sleep.\n")
     (tmp_path / "b.md").write_text("# Owls\n\nOwls sleep during the day.\n")
-    ws.ingest("Zoo", [tmp_path / "a.md", tmp_path / "b.md"])
+    ws.ingest("Zoo", [tmp_path / "a.md", tmp_path / "b.md"], caller=Caller.operator())
     ws.__dict__["chat_model"] = FakeListChatModel(responses=["1", "10"])  # second candidate rated best
-    res = ws.search(["Zoo"], "how do animals sleep", k=2).results
+    res = ws.search(["Zoo"], "how do animals sleep", k=2, caller=Caller.operator()).results
     assert len(res) == 2 and res[0].scores["llm"] == 1.0 and res[1].scores["llm"] == 0.1
 
     class Down(FakeListChatModel):
@@ -117,6 +118,6 @@ def test_rag_reranker_llm_works_through_the_workspace(tmp_path):
     ws.__dict__.pop("reranker")
     ws.__dict__.pop("retrieval")
     ws.__dict__["chat_model"] = Down(responses=["x"])
-    res = ws.search(["Zoo"], "how do animals sleep", k=2).results
+    res = ws.search(["Zoo"], "how do animals sleep", k=2, caller=Caller.operator()).results
     assert len(res) == 2 and all(r.scores.get("llm_error") == 1.0 for r in res)  # offline ranking, flagged
     ws.close()
