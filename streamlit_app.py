@@ -16,6 +16,9 @@ def sign_in_page() -> None:
     if auth_mode() == "oidc":
         st.write("Sign in to chat with the documents you have access to.")
         st.button("Sign in", type="primary", icon=":material/login:", on_click=st.login)
+    elif auth_mode() == "local":
+        st.error("Sign-in is required here (RAG_AUTH=required) but none is configured: set up sign-in "
+                 "(README: Sign-in) or a user (RAG_USER).")
     else:
         st.error("No identity came with this request: this app expects to run behind the sign-in proxy.")
 
