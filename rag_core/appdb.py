@@ -304,11 +304,13 @@ class AppDB:
         """One process embeds a document: one conditional UPDATE takes the row if nobody holds
         it, this process already does, or the holder's lease ran out (a read-then-write let two
         processes both claim it)."""
-        with self.db.transaction() as c:
+        r = self.db.query_one("SELECT lease_owner FROM documents WHERE kb_id=? AND doc_id=?", (kb_id, doc_id))
+        dead = r["lease_owner"] if r is not None and self.leases.dead_local(r["lease_owner"]) else None
+        with self.db.transaction() as c:  # compare-and-set: a dead holder is replaced only if still it
             cur = c.execute(
                 "UPDATE documents SET lease_owner=?, lease_until=? WHERE kb_id=? AND doc_id=? AND status='searchable' "
-                f"AND (lease_owner=? OR {self.leases.free_sql()})",
-                (self.leases.owner, self.leases.until(), kb_id, doc_id, self.leases.owner, time.time()),
+                f"AND (lease_owner=? OR lease_owner IS ? OR {self.leases.free_sql()})",
+                (self.leases.owner, self.leases.until(), kb_id, doc_id, self.leases.owner, dead, time.time()),
             )
             won = cur.rowcount == 1
         if won:
@@ -331,9 +333,9 @@ class AppDB:
 
     def stale_documents(self) -> list[Document]:
         """'indexing' rows whose writer's lease ran out: interrupted ingests."""
-        rows = self.db.query(f"SELECT * FROM documents WHERE status='indexing' AND {self.leases.free_sql()}",
-                             (time.time(),))
-        return [_doc_from_row(r) for r in rows]
+        rows = self.db.query("SELECT * FROM documents WHERE status='indexing'")
+        return [_doc_from_row(r) for r in rows
+                if r["lease_owner"] != self.leases.owner and self.leases.is_free(r["lease_owner"], r["lease_until"])]
 
     def counts(self, kb_id: str) -> tuple[int, int]:
         r = self.db.query_one(

@@ -65,6 +65,28 @@ class Leases:
     def held_by_others(self, lease_owner: str | None, lease_until: float | None) -> bool:
         return bool(lease_owner) and lease_owner != self.owner and (lease_until or 0) >= time.time()
 
+    def is_free(self, lease_owner: str | None, lease_until: float | None) -> bool:
+        """Nobody holds the row: no owner, an expired lease, or an owner that is provably dead
+        (a process of this host that no longer runs: taken over at once instead of waiting for
+        the lease to run out). A reused PID only delays the takeover until the lease expires."""
+        return not lease_owner or (lease_until or 0) < time.time() or self.dead_local(lease_owner)
+
+    def dead_local(self, lease_owner: str | None) -> bool:
+        try:
+            host, pid_s, _ = (lease_owner or "").split(":", 2)
+            pid = int(pid_s)
+        except ValueError:
+            return False
+        if host != socket.gethostname() or pid == os.getpid():
+            return False
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
+
     def started(self) -> None:
         """Called after taking a lease: make sure the heartbeat runs."""
         with self._lock:

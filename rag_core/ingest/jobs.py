@@ -186,10 +186,15 @@ class JobQueue:
     def requeue_orphans(self) -> int:
         """Running jobs whose worker's lease ran out (it died, hung, or its host went away) go
         back to the queue (resume)."""
-        with self.db.transaction() as c:
-            cur = c.execute(f"UPDATE ingest_jobs SET status='queued', lease_owner=NULL, lease_until=NULL "
-                            f"WHERE status='running' AND {self.leases.free_sql()}", (time.time(),))
-            return cur.rowcount
+        n = 0
+        for r in self.db.query("SELECT job_id, lease_owner, lease_until FROM ingest_jobs WHERE status='running'"):
+            if r["lease_owner"] == self.leases.owner or not self.leases.is_free(r["lease_owner"], r["lease_until"]):
+                continue
+            with self.db.transaction() as c:  # compare-and-set on the holder seen
+                n += c.execute("UPDATE ingest_jobs SET status='queued', lease_owner=NULL, lease_until=NULL "
+                               "WHERE job_id=? AND status='running' AND lease_owner IS ?",
+                               (r["job_id"], r["lease_owner"])).rowcount
+        return n
 
     def requeue(self, job_id: str) -> None:
         """Give a job this process holds back to the queue (the process is stopping)."""
