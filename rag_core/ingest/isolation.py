@@ -3,7 +3,8 @@ limit, so a decompression bomb, a parser bug that loops, or a file that needs gi
 fails alone, with a reason, and never takes the app or the rest of the batch with it.
 
 One worker is reused across files (starting Python and importing the parsers costs ~1 s);
-it is killed and restarted only after a file broke it.
+it is killed and restarted only after a file broke it. `close()` stops it for good (the
+owner's shutdown: Ingestor.close, called when the Workspace closes).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class IsolatedLoader:
         self.memory_mb = memory_mb
         self._proc = None
         self._conn = None
+        self._closed = False
         # One request at a time on the pipe: two sessions uploading at once must not read
         # each other's answers (the worker serves requests in order, one connection).
         self._lock = threading.Lock()
@@ -73,25 +75,36 @@ class IsolatedLoader:
             self._proc.join(timeout=5)
         self._proc = self._conn = None
 
+    @property
+    def pid(self) -> int | None:
+        """The worker's process id while one is running (None before the first file)."""
+        proc = self._proc
+        return proc.pid if proc is not None and proc.is_alive() else None
+
     def load(self, path: Path, name: str, max_pages: int, ocr: bool = False,
              password: str | None = None) -> list[LoadedDocument]:
         """The time limit is for silence, not for the whole file: OCR reports every page, so
         a 300-page scan may take minutes while a reader stuck on one page is still stopped.
         A password travels through the pipe only; it is never written anywhere."""
         with self._lock:
+            if self._closed:
+                raise LoadError("the reader was shut down (the workspace is closing)")
             return self._load(path, name, max_pages, ocr, password)
 
     def _load(self, path: Path, name: str, max_pages: int, ocr: bool, password: str | None) -> list[LoadedDocument]:
         self._ensure()
-        self._conn.send((str(path), name, max_pages, ocr, password))
+        conn = self._conn  # close() may run meanwhile: it stops the worker, and this read sees EOF
+        conn.send((str(path), name, max_pages, ocr, password))
         while True:
-            if not self._conn.poll(self.timeout_s):
+            if not conn.poll(self.timeout_s):
                 self._kill()
                 raise LoadError(f"reading it took longer than {self.timeout_s:.0f} s; skipped (RAG_INGEST_TIMEOUT_S)")
             try:
-                status, payload = self._conn.recv()
+                status, payload = conn.recv()
             except (EOFError, OSError):
                 self._kill()
+                if self._closed:
+                    raise LoadError("the reader was shut down (the workspace is closing)") from None
                 raise LoadError(
                     f"the reader crashed on this file (it may need more than the {self.memory_mb} MB memory limit)"
                 ) from None
@@ -101,5 +114,31 @@ class IsolatedLoader:
                 raise LoadError(payload)
             return payload
 
-    def close(self) -> None:
-        self._kill()
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Stop the worker for good: SIGTERM, wait up to `timeout_s`, then SIGKILL (and reap
+        it). Safe to call twice, and while another thread is reading a file: that read ends
+        with a LoadError instead of waiting for its time limit. Later `load` calls are
+        refused rather than starting a new worker nobody would stop."""
+        self._closed = True
+        _stop(self._proc, timeout_s)
+        # The pipe is closed by whoever holds the lock: a reader mid-file owns it until its
+        # read sees the worker gone (at once, after the stop above).
+        if self._lock.acquire(timeout=timeout_s):
+            try:
+                _stop(self._proc, timeout_s)  # one a load started just before `_closed` was set
+                if self._conn is not None:
+                    self._conn.close()
+                self._proc = self._conn = None
+            finally:
+                self._lock.release()
+
+
+def _stop(proc, timeout_s: float) -> None:
+    if proc is None:
+        return
+    if proc.is_alive():
+        proc.terminate()
+        proc.join(timeout_s)
+    if proc.is_alive():
+        proc.kill()
+    proc.join(timeout_s)  # reaps it: no zombie left behind

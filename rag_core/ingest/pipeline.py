@@ -81,6 +81,12 @@ class Ingestor:
             IsolatedLoader(settings.ingest_timeout_s, settings.ingest_memory_mb) if settings.ingest_timeout_s > 0 else None
         )
 
+    def close(self) -> None:
+        """Stop the isolated loader's worker process (terminate, join with a time limit, kill
+        if it lingers). Call once when the owner shuts down; later loads are refused."""
+        if self._isolated is not None:
+            self._isolated.close()
+
     def load(self, path: Path, name: str, password: str | None = None) -> list[LoadedDocument]:
         if self._isolated is None:
             return load_file(path, display_name=name, max_pages=self.settings.max_pages, ocr=self.settings.ocr,
@@ -276,6 +282,9 @@ class Ingestor:
             report.status = "duplicate"
             report.reason = "already in this knowledge base"
             return report
+        # Ingested, but not all of it (a PDF page whose text could not be extracted): the
+        # reason says what is missing, so the upload page and `ingest --json` show it.
+        report.reason = "; ".join(load_warnings(loaded))
         if not is_records:
             self._store_original(kb, path, name, report.doc_ids[0])
         return report
@@ -349,6 +358,17 @@ class Ingestor:
         for old in self.appdb.list_documents(kb_id):
             if old.source == source and old.doc_id != keep_doc_id:
                 delete_document(self.appdb, self.store, kb_id, old.doc_id)
+
+
+def load_warnings(loaded: list[LoadedDocument]) -> list[str]:
+    """What the loaders could not read in files they still loaded (LoadedDocument.metadata
+    "ingest_warnings", e.g. PDF pages whose text extraction failed), each line once."""
+    out: list[str] = []
+    for ld in loaded:
+        found = ld.metadata.get("ingest_warnings")
+        if isinstance(found, list):
+            out += [w for w in found if isinstance(w, str) and w and w not in out]
+    return out
 
 
 def delete_document(appdb: AppDB, store, kb_id: str, doc_id: str) -> bool:

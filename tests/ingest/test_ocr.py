@@ -8,6 +8,7 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from rag_core.citation_view import render_pdf_page
+from rag_core.access import Caller
 from rag_core.config import get_settings
 from rag_core.errors import LoadError
 from rag_core.ingest.loaders import load_file
@@ -24,6 +25,7 @@ def _ocr_available() -> str | None:
         return str(exc)
 
 
+OP = Caller.operator()  # the local no-auth user
 _WHY = _ocr_available()
 pytestmark = pytest.mark.skipif(_WHY is not None, reason=f"OCR engine unavailable: {_WHY} (.ci/run installs libgl1)")
 
@@ -84,17 +86,17 @@ def test_blank_image_pages_give_a_clear_reason(tmp_path):
 
 def test_scanned_page_is_searchable_cited_as_ocr_and_highlighted(tmp_path):
     ws = Workspace(get_settings(tmp_path / "data"))
-    ws.create_kb("Manuals")
+    ws.create_kb("Manuals", caller=OP)
     f = scanned_pdf(tmp_path / "pump-manual.pdf", pages=2)
-    rep = ws.ingest("Manuals", [f]).reports[0]
+    rep = ws.ingest("Manuals", [f], caller=OP).reports[0]
     assert rep.status == "ingested", rep.reason
-    hits = ws.search(["Manuals"], "impeller seal", mode="keyword", k=3).results
+    hits = ws.search(["Manuals"], "impeller seal", mode="keyword", k=3, caller=OP).results
     assert hits and "impeller seal" in hits[0].chunk.text.lower() and hits[0].chunk.chunk_type == "ocr"
-    a = ws.ask(["Manuals"], "How often should the impeller seal be replaced?")
+    a = ws.ask(["Manuals"], "How often should the impeller seal be replaced?", caller=OP)
     assert not a.abstained and "1,500 hours" in a.text
     c = a.citations[0]
     assert c.ocr and c.source == "pump-manual.pdf"
-    view = ws.cited_page(c)
+    view = ws.cited_page(c, caller=OP)
     assert view.ocr and not view.has_text_layer and view.boxes and view.matched >= 0.8
     # the highlight covers the line that holds the answer (the 2nd text line) and not the
     # warranty line (the 4th), which the answer does not cite
@@ -110,3 +112,21 @@ def test_ocr_off_leaves_the_page_unmarked(tmp_path):
     f = scanned_pdf(tmp_path / "scan.pdf")
     view = render_pdf_page(f, 1, LINES[1], ocr=False)
     assert not view.has_text_layer and not view.ocr and view.boxes == []
+
+
+def test_a_damaged_page_that_ocr_reads_is_not_reported_as_missing(tmp_path):
+    """pypdf cannot extract page 2 (its content stream breaks off), but the text is drawn
+    before the break, so PDFium renders it and OCR reads it: no page is missing, so the
+    document carries no warning; the page is marked as OCR'd."""
+    from tests.ingest.loaders.util import pdf_with_a_broken_page
+
+    pdf = tmp_path / "recovered.pdf"
+    pdf.write_bytes(pdf_with_a_broken_page(
+        ["The heron nests by the northern lake.", "The kingfisher dives for small fish.", "The otter hunts."],
+        broken=2, ocr_readable=True))
+    [doc] = load_file(pdf, ocr=True)
+    assert doc.metadata["failed_pages"] == [2] and doc.metadata["ocr_pages"] == [2]
+    assert "kingfisher" in doc.pages[1].lower()
+    assert "ingest_warnings" not in doc.metadata
+    [off] = load_file(pdf, ocr=False)  # without OCR the page is missing, and the warning says so
+    assert "page 2 " in off.metadata["ingest_warnings"][0]

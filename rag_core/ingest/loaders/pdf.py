@@ -74,9 +74,11 @@ def _load_pdf(path: Path, source: str, *, max_pages: int, password: str | None, 
             # documents; "layout" interleaves the columns of multi-column pages line by line
             # (measured on the py-pdf multicolumn sample), which scrambles every sentence.
             raw = page.extract_text(extraction_mode="plain")
-        except Exception:
-            # One damaged page should not sink a long document; it is reported instead.
-            log.info("%s: text extraction failed on page %d", source, number, exc_info=True)
+        except Exception as exc:
+            # One damaged page should not sink a long document; it is reported instead: the
+            # page numbers go into the document's warnings, which the ingest report shows.
+            log.warning("%s: text extraction failed on page %d (%s: %s)", source, number, type(exc).__name__, exc)
+            log.debug("page %d of %s", number, source, exc_info=True)
             raw = ""
             failed.append(number)
         pages.append(clean_pdf_text(raw))
@@ -103,7 +105,18 @@ def _load_pdf(path: Path, source: str, *, max_pages: int, password: str | None, 
     metadata: dict = {"failed_pages": failed} if failed else {}
     if ocr_pages:
         metadata["ocr_pages"] = ocr_pages
+    unread = [n for n in failed if n not in ocr_pages]  # OCR may have read a page pypdf could not
+    if unread:
+        metadata["ingest_warnings"] = [failed_pages_warning(unread)]
     return LoadedDocument(source=source, title=title, mime=EXTENSIONS[".pdf"], pages=pages, metadata=metadata)
+
+
+def failed_pages_warning(pages: list[int]) -> str:
+    """The line the ingest report shows for pages whose text could not be read."""
+    shown = ", ".join(map(str, pages[:20])) + (f" and {len(pages) - 20} more" if len(pages) > 20 else "")
+    many = len(pages) > 1
+    return (f"text could not be extracted from page{'s' if many else ''} {shown} (damaged page content); "
+            f"{'they are' if many else 'it is'} left out")
 
 
 def _ocr_pages(path: Path, password: str | None, blank: list[int], pages: list[str],

@@ -13,7 +13,7 @@ from rag_core.ingest.loaders import (
     load_file,
 )
 from tests.helpers import make_pdf
-from tests.ingest.loaders.util import SAMPLE_PDFS, load_one, needs_samples, write
+from tests.ingest.loaders.util import SAMPLE_PDFS, load_one, needs_samples, pdf_with_a_broken_page, write
 
 
 def test_generated_pdf_pages_and_cleanup(tmp_path):
@@ -54,6 +54,24 @@ def test_pdf_page_limit(tmp_path):
 def test_pdf_without_text(tmp_path):
     with pytest.raises(LoadError, match="^no text found"):
         load_file(write(tmp_path, "blank.pdf", make_pdf(["", " "])))
+
+
+def test_a_page_that_fails_to_extract_is_reported_not_swallowed(tmp_path):
+    """Page 2's content stream is damaged (pypdf raises on it): the other pages load, and the
+    document carries a warning naming page 2 for the ingest report (was: a log.info only)."""
+    data = pdf_with_a_broken_page(["First page text is fine.", "Second page.", "Third page text is fine."], broken=2)
+    doc = load_one(write(tmp_path, "partly-damaged.pdf", data))
+    assert doc.pages[0] == "First page text is fine." and doc.pages[2] == "Third page text is fine."
+    assert doc.pages[1] == ""
+    assert doc.metadata["failed_pages"] == [2]
+    [warning] = doc.metadata["ingest_warnings"]
+    assert "page 2 " in warning and "could not be extracted" in warning
+
+
+def test_a_clean_pdf_has_no_warnings(tmp_path):
+    doc = load_one(write(tmp_path, "fine.pdf", pdf_with_a_broken_page(["One page of text.", "Another page."], broken=0)))
+    assert doc.pages == ["One page of text.", "Another page."]
+    assert "ingest_warnings" not in doc.metadata and "failed_pages" not in doc.metadata
 
 
 def test_random_bytes_named_pdf(tmp_path):

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from rag_core.access import Caller
 from rag_core.config import get_settings
 from rag_core.ingest.chunker import chunk_document
 from rag_core.ingest.loaders import load_file
 from rag_core.workspace import Workspace
 from tests.ingest.loaders.test_spreadsheet import make_xlsx
+
+OP = Caller.operator()  # the local no-auth user
 
 
 def make_pptx(path):
@@ -44,14 +47,14 @@ def test_pptx_slides_are_pages_with_titles_bullets_tables_and_notes(tmp_path):
 
 def test_slide_and_sheet_are_cited(tmp_path):
     ws = Workspace(get_settings(tmp_path / "data"))
-    ws.create_kb("Office")
-    ws.ingest("Office", [make_pptx(tmp_path / "q3.pptx"), make_xlsx(tmp_path / "stock.xlsx")])
-    a = ws.ask(["Office"], "By how much did revenue grow?")
+    ws.create_kb("Office", caller=OP)
+    ws.ingest("Office", [make_pptx(tmp_path / "q3.pptx"), make_xlsx(tmp_path / "stock.xlsx")], caller=OP)
+    a = ws.ask(["Office"], "By how much did revenue grow?", caller=OP)
     assert not a.abstained and "12 percent" in a.text
     assert (a.citations[0].source, a.citations[0].page) == ("q3.pptx", 1)
-    hit = ws.search(["Office"], "support new hires", k=1).results[0].chunk
+    hit = ws.search(["Office"], "support new hires", k=1, caller=OP).results[0].chunk
     assert (hit.source, hit.page_start) == ("q3.pptx", 2)  # the slide number
-    b = ws.ask(["Office"], "Which country is Acme Fasteners in?")
+    b = ws.ask(["Office"], "Which country is Acme Fasteners in?", caller=OP)
     assert "Norway" in b.text and b.citations[0].source == "stock.xlsx"
     assert b.citations[0].section.startswith("Suppliers")
     ws.close()

@@ -24,3 +24,35 @@ def load_one(path: Path, **kwargs):
     docs = load_file(path, **kwargs)
     assert len(docs) == 1
     return docs[0]
+
+
+def pdf_with_a_broken_page(pages: list[str], broken: int, ocr_readable: bool = False) -> bytes:
+    """A PDF with one page per string whose page `broken` (1-based) has a damaged content
+    stream, on which pypdf's text extraction raises (PdfStreamError). By default it is
+    LZW-compressed data that is not LZW: the page renders blank, so OCR cannot read it
+    either. With `ocr_readable` the text is drawn and then the stream breaks off (an
+    unterminated string and array): PDFium still renders the text. Other pages are fine."""
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"",
+               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"]
+    kids = []
+    for number, text in enumerate(pages, start=1):
+        stream, extra = b"BT /F1 11 Tf 56 790 Td (" + text.encode("latin-1") + b") Tj ET", b""
+        if number == broken and ocr_readable:
+            stream = b"BT /F1 11 Tf 56 790 Td [(" + text.encode("latin-1") + b") 5 (b)] TJ ( Tj ET (( ] >> <<"
+        elif number == broken:
+            stream, extra = b"\xff" * 40, b"/Filter /LZWDecode "
+        objects.append(b"<< /Length %d %s>>\nstream\n" % (len(stream), extra) + stream + b"\nendstream")
+        objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents %d 0 R "
+                       b"/Resources << /Font << /F1 3 0 R >> >> >>" % len(objects))
+        kids.append(len(objects))
+    objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(b"%d 0 R" % k for k in kids), len(kids))
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for n, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % n + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % off for off in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
