@@ -40,8 +40,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from rag_core.ingest.chunker import split_sentences  # noqa: E402
-from rag_core.stores.analyzer import analyze  # noqa: E402
+from rag_core.text.analysis import analyze  # noqa: E402
+from rag_core.text.sentences import split_sentences  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 TEST_TITLES = set(
@@ -49,6 +49,50 @@ TEST_TITLES = set(
     "Intergovernmental_Panel_on_Climate_Change Prime_number Rhine Scottish_Parliament Islamism Imperialism Warsaw "
     "French_and_Indian_War Force".split()
 )
+
+# ---- nothing that evaluates the model may train it -------------------------------------
+# The files under ../shared/data this script may read: the SQuAD dev files hold both sides
+# of the split, so each article is checked by title as well (test titles refused); the
+# SciFact corpus is shared by the train and test claims, which are in separate files.
+TRAIN_SIDE_FILES = {
+    "squad-dev/dev-v2.0-reconstructed.json",
+    "squad-dev/dev-1.1-reconstructed.json",
+    "beir-scifact/corpus.jsonl",
+    "beir-scifact/scifact-original-claims/claims_train.csv",
+}
+# The outside checks: R's own manuals (Debian's r-doc-pdf, benchmarks/manual_questions.py)
+# and gnuplot's documentation; and the benchmarks' own question files.
+_R = r"(?<![a-z0-9])"  # "r" as a word of its own: not the end of "other", "her-", "user"
+_EVALUATION_NAMES = re.compile(
+    r"r-project|gnuplot|manual_questions|benchmarks/(?:data|results)/|fullrefman"
+    + _R + r"r[ _-]?manuals?(?![a-z])|" + _R + r"r-doc|share/r/doc"
+    + "|" + _R + r"r-(?:intro|data|admin|lang|exts|ints)(?![a-z])"
+    + r"|an introduction to r(?![a-z])|" + _R + r"r (?:data import|installation and administration"
+    r"|language definition|internals)|writing r extensions",
+    re.I,
+)
+
+
+def assert_not_evaluation(source_name_or_path) -> None:
+    """Refuse anything an evaluation uses, with an AssertionError (raised, so `python -O`
+    keeps it): R's manuals and gnuplot's documentation (by path, file name or title), the
+    benchmarks' data, a SQuAD test article (its title as in the file or with spaces, alone or
+    after a path's '#', ':' or '/'), and any file under ../shared/data that is not one of
+    TRAIN_SIDE_FILES."""
+    raw = str(source_name_or_path).strip()
+    low = raw.replace("\\", "/").lower()
+    if _EVALUATION_NAMES.search(low):
+        raise AssertionError(f"refusing evaluation material (R / gnuplot documentation, benchmark data): {raw}")
+    for name in {raw, re.split(r"[#:/\\]", raw)[-1]}:
+        if name.strip().replace(" ", "_") in TEST_TITLES:
+            raise AssertionError(f"refusing a SQuAD test article (../shared/data/squad-dev/SPLIT.md): {raw}")
+    marker = "shared/data/"
+    if marker in low:
+        rel = low.split(marker, 1)[1].split("#", 1)[0].strip("/")
+        if rel not in TRAIN_SIDE_FILES:
+            raise AssertionError(f"refusing a file that is not on the train side of the splits: {raw}")
+
+
 CALIB_ARTICLES = 3  # v2.0 train articles 17, 18, 19: calibration and threshold choice only
 
 ANTONYMS = dict(
@@ -163,9 +207,16 @@ def perturb(q: str, sent: str, article_caps: list[str], rng: random.Random) -> t
     return f"{stem} {rng.choice(CONDITIONS)}?", op
 
 
+def train_file(*parts: str) -> Path:
+    """A file under ../shared/data, refused unless it is on the train side."""
+    path = SHARED.joinpath(*parts)
+    assert_not_evaluation(path)
+    return path
+
+
 def squad_articles():
-    v2 = json.loads((SHARED / "squad-dev" / "dev-v2.0-reconstructed.json").read_text())["data"]
-    v1 = json.loads((SHARED / "squad-dev" / "dev-1.1-reconstructed.json").read_text())["data"]
+    v2 = json.loads(train_file("squad-dev", "dev-v2.0-reconstructed.json").read_text())["data"]
+    v1 = json.loads(train_file("squad-dev", "dev-1.1-reconstructed.json").read_text())["data"]
     v2_train = v2[:20]
     assert not any(a["title"] in TEST_TITLES for a in v2_train)
     v2_titles = {a["title"] for a in v2}
@@ -190,7 +241,7 @@ def squad_articles():
             extra.append({"title": a["title"], "paragraphs": paras})
     train += extra
     for a in train + calib:
-        assert a["title"] not in TEST_TITLES
+        assert_not_evaluation(a["title"])
     return train, calib
 
 
@@ -247,10 +298,10 @@ def squad_pairs(articles, rng: random.Random, synth_per_q: float = 1.0):
 
 def scifact_pairs(rng: random.Random):
     corpus = {}
-    for line in (SHARED / "beir-scifact" / "corpus.jsonl").open():
+    for line in train_file("beir-scifact", "corpus.jsonl").open():
         d = json.loads(line)
         corpus[d["_id"]] = d
-    rows = list(csv.DictReader((SHARED / "beir-scifact" / "scifact-original-claims" / "claims_train.csv").open()))
+    rows = list(csv.DictReader(train_file("beir-scifact", "scifact-original-claims", "claims_train.csv").open()))
     out = []
     # BM25-ish hard negatives: idf-weighted overlap over the whole corpus via an inverted index
     docs = list(corpus.values())
