@@ -56,14 +56,30 @@ def test_scores_are_deterministic_whatever_else_is_read(reader):
     assert np.all((a > 0) & (a < 1))
 
 
-def test_the_sentence_that_answers_beats_ones_that_only_mention_the_topic(reader):
-    q = "When must the annual tax return be filed?"
-    answer = "The annual tax return must be filed by 30 April of the following year."
-    mention = "The tax return rule: the precise rule is somewhat quirky and hard to find in the references."
-    other = "Tax returns can be filed online or on paper."
-    p = reader.answers(q, [answer, mention, other], ["Tax guide"] * 3)
-    assert p[0] > 0.5
-    assert p[0] > p[1] + 0.3 and p[0] > p[2] + 0.2
+# Behaviour, not today's numbers: which of two inputs scores higher. The thresholds that turn
+# scores into decisions are chosen on held-out data (MODEL_CARD.md) and checked by the
+# benchmarks; a retrained model may move every score and still pass these.
+
+TOPICAL = [  # (question, title, the sentence that answers it, sentences on the topic that do not)
+    ("When must the annual tax return be filed?", "Tax guide",
+     "The annual tax return must be filed by 30 April of the following year.",
+     ["The tax return rule: the precise rule is somewhat quirky and hard to find in the references.",
+      "Tax returns can be filed online or on paper."]),
+    ("Who designed the town hall?", "Town hall",
+     "The town hall was designed by the architect Maria Lindqvist in 1932.",
+     ["The town hall is a popular place for weddings and concerts.",
+      "Town halls in the region are usually built of red brick."]),
+    ("How long can books be borrowed?", "Library rules",
+     "Books may be borrowed for 21 days and renewed twice.",
+     ["The library has a large collection of books on local history.",
+      "The library is closed on public holidays."]),
+]
+
+
+@pytest.mark.parametrize(("question", "title", "answer", "mentions"), TOPICAL, ids=["tax", "town-hall", "library"])
+def test_the_sentence_that_answers_beats_ones_that_only_mention_the_topic(reader, question, title, answer, mentions):
+    p = reader.answers(question, [answer, *mentions], [title] * (1 + len(mentions)))
+    assert all(p[0] > x for x in p[1:]), p
 
 
 def test_a_near_miss_question_is_not_answered_by_the_sentence(reader):
@@ -71,15 +87,36 @@ def test_a_near_miss_question_is_not_answered_by_the_sentence(reader):
     right = reader.answers("When was the bridge over the Elbe opened?", [sent], ["Dresden"])[0]
     wrong_city = reader.answers("When was the bridge over the Elbe opened by the city of Hamburg?", [sent], ["Dresden"])[0]
     negated = reader.answers("When was the bridge over the Elbe not opened?", [sent], ["Dresden"])[0]
-    assert right > 0.5
     assert right > wrong_city and right > negated
 
 
-def test_supports_separates_a_stated_fact_from_a_swapped_one(reader):
+SWAPS = [  # (source, the statement form "question: answer" that `verify` builds, the same with a wrong answer)
+    ("The bridge over the Elbe was opened in 1898 by the city of Dresden.",
+     "When was the bridge opened: 1898.", "When was the bridge opened: 1921."),
+    ("The town hall was designed by the architect Maria Lindqvist in 1932.",
+     "Who designed the town hall: Maria Lindqvist.", "Who designed the town hall: Peter Holm."),
+    ("The town hall was designed by the architect Maria Lindqvist in 1932.",
+     "When was the town hall designed: 1932.", "When was the town hall designed: 1975."),
+    ("Books may be borrowed for 21 days and renewed twice.",
+     "How long may books be borrowed: 21 days.", "How long may books be borrowed: 60 days."),
+]
+
+
+@pytest.mark.parametrize(("src", "stated", "swapped"), SWAPS, ids=["year", "name", "year-2", "duration"])
+def test_supports_ranks_the_stated_fact_above_a_swapped_one(reader, src, stated, swapped):
+    p = reader.supports([stated, swapped], [src, src])
+    assert p[0] > p[1], p
+
+
+def test_supports_ranks_a_claim_above_the_same_claim_against_a_source_without_it(reader):
+    claim = "When was the bridge opened: 1898."
+    holds = "The bridge over the Elbe was opened in 1898 by the city of Dresden."
+    lacks = "The bridge over the Elbe is 300 metres long and carries a railway."
+    p = reader.supports([claim, claim], [holds, lacks])
+    assert p[0] > p[1], p
+
+
+def test_a_reworded_claim_still_ranks_the_stated_fact_first(reader):
     src = "The bridge over the Elbe was opened in 1898 by the city of Dresden."
-    # the statement form "question: answer" (what `verify` builds for short answers)
-    p = reader.supports(["When was the bridge opened: 1898.", "When was the bridge opened: 1921."], [src] * 2)
-    assert p[0] > 0.6 > 0.3 > p[1]
-    # a reworded claim: weaker, but the stated fact still outranks the swapped one
-    q = reader.supports(["The bridge was opened in 1898.", "The bridge was opened in 1921."], [src] * 2)
-    assert q[0] > q[1]
+    p = reader.supports(["The bridge was opened in 1898.", "The bridge was opened in 1921."], [src] * 2)
+    assert p[0] > p[1], p
