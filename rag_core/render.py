@@ -11,14 +11,33 @@ import re
 from .grounding.verify import answer_sentences, plain
 from .models import Answer
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+# Every ASCII punctuation character that starts or ends something in Streamlit's Markdown:
+# CommonMark/GFM syntax (emphasis, links and images, code, headings, lists, quotes, tables,
+# strikethrough, HTML, entities `&…;`, autolinks `<…>` and bare `www.`/`http://`/`a@b.c`),
+# Streamlit's directives (`:red[…]`, `:material/…:`, emoji `:name:`) and math (`$…$`).
+# CommonMark renders a backslash before any ASCII punctuation as that character alone.
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&@/])")
+# Line breaks end paragraphs, start headings, lists, quotes, code blocks and setext
+# underlines; inside a table cell or a `:color[…]` label they break the surrounding markup.
+_BREAKING_SPACE = re.compile(r"\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*")
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 _MARKERS = re.compile(r"((?:\s*\[\d{1,3}\])+)")
 
 
 def escape_md(text: str) -> str:
-    """Backslash-escape Markdown and HTML syntax; collapse whitespace runs of newlines."""
-    return _MD_SPECIAL.sub(r"\\\1", text)
+    """`text` as Markdown that Streamlit renders as exactly that text, on one line.
+
+    - every ASCII punctuation character that Markdown, GFM, HTML or Streamlit interprets,
+      namely  \\ ` * _ { } [ ] ( ) # + - . ! | < > ~ $ : & @ /  gets a backslash, so no link,
+      image, emphasis, code, heading, list, quote, table, HTML tag, entity, autolink,
+      `:color[…]` / `:material/…:` / emoji directive or `$math$` can form;
+    - every whitespace run that holds a line break becomes one space, and leading and
+      trailing whitespace is dropped (so no paragraph, heading, list or indented code block
+      starts, and the result can sit inside `**…**`, a table cell or a `:color[…]` label).
+
+    Letters, digits, other characters and single spaces are unchanged. Rendered, the result
+    reads as `text` with its line breaks shown as spaces (HTML collapses other runs anyway)."""
+    return _MD_SPECIAL.sub(r"\\\1", _BREAKING_SPACE.sub(" ", text).strip())
 
 
 def marker_text(nums: list[int]) -> str:

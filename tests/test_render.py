@@ -1,0 +1,116 @@
+"""escape_md: untrusted text (a document sentence, a model's answer, a user's question) shown
+through Streamlit's Markdown renders as its literal text, never as an image, a link,
+formatting, HTML, a Streamlit directive or math."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+
+from rag_core.render import escape_md
+
+ATTACKS = [
+    "![](http://evil/x.png)",
+    "![tracker](https://evil.example/p.png \"t\")",
+    "[click me](javascript:alert(1))",
+    "see [the docs][1]\n\n[1]: http://evil/",
+    "<http://evil/autolink>",
+    "**bold** and __strong__ and *em* and _em_",
+    "~~struck~~",
+    "`code` and ``more``",
+    ":red[x] and :blue-background[y] and :rainbow[z]",
+    ":material/lock: and :material/warning:",
+    "emoji :smile: :streamlit:",
+    "$x$ and $$y^2$$",
+    "<img src=x onerror=alert(1)>",
+    "<script>alert(1)</script>",
+    "# Title",
+    "Intro line\n# Heading\n- item\n+ item\n* item\n1. first\n2) second\n> quote\n| a | b |\n|---|---|\n",
+    "Setext heading\n===\nand another\n---",
+    "text\n\n    indented code block",
+    "   leading spaces",
+    "```\nfenced\n```",
+    "&lt;b&gt; is an entity, &amp; too, and &#60;",
+    "www.example.com and https://example.com and mail me at a@b.com",
+    "a table cell | breaker",
+    "back\\slash and trailing backslash\\",
+    "line one  \nline two (hard break)",
+]
+
+# Characters that Markdown, GFM, HTML or Streamlit would interpret if they stood unescaped.
+SPECIAL = set("\\`*_{}[]()#+-.!|<>~$:&@/")
+
+
+def shown(text: str) -> str:
+    """What the rendered escape should read as: the text, its line breaks as spaces."""
+    return re.sub(r"\s*\n\s*", " ", text).strip()
+
+
+def unescaped(md: str) -> str:
+    """The characters that stand in `md` without a backslash before them."""
+    return re.sub(r"\\(.)", "", md, flags=re.S)
+
+
+def literal(md: str) -> str:
+    """What CommonMark shows for backslash escapes: the escaped characters themselves."""
+    return re.sub(r"\\(.)", r"\1", md, flags=re.S)
+
+
+@pytest.mark.parametrize("text", ATTACKS)
+def test_every_special_character_is_escaped_and_nothing_else_changes(text):
+    md = escape_md(text)
+    left = unescaped(md)
+    assert not SPECIAL & set(left), (md, SPECIAL & set(left))
+    assert "\n" not in md and "\r" not in md  # one line: no heading, list, quote, code block can start
+    assert md == md.strip()  # no leading indentation (an indented code block), no trailing spaces
+    assert literal(md) == shown(text)
+
+
+@pytest.mark.parametrize("text", ATTACKS)
+def test_brackets_parens_bang_and_angle_brackets_are_all_backslashed(text):
+    md = escape_md(text)
+    for ch in "[]()!<>":
+        # every occurrence has a backslash right before it, and that backslash is not itself escaped
+        for m in re.finditer(re.escape(ch), md):
+            before = md[: m.start()]
+            run = len(before) - len(before.rstrip("\\"))
+            assert run % 2 == 1, (ch, md)
+
+
+def test_the_named_cases():
+    assert escape_md("![](http://evil/x.png)") == r"\!\[\]\(http\:\/\/evil\/x\.png\)"
+    assert escape_md("[a](http://x)") == r"\[a\]\(http\:\/\/x\)"
+    assert escape_md("**bold**") == r"\*\*bold\*\*"
+    assert escape_md(":red[x]") == r"\:red\[x\]"
+    assert escape_md(":material/lock:") == r"\:material\/lock\:"
+    assert ":material/" not in escape_md(":material/lock:")  # Streamlit rewrites that substring before parsing
+    assert escape_md("$x$") == r"\$x\$"
+    assert escape_md("<img src=x>") == r"\<img src=x\>"
+    assert escape_md("# Title") == r"\# Title"
+    assert escape_md("&lt;") == r"\&lt;"  # shows "&lt;", not "<"
+    assert escape_md("a\n\n# b\n    c") == r"a \# b c"
+
+
+def test_plain_text_is_unchanged():
+    for text in ("Revenue grew 12 percent in 2023", "Chapter 7 has 3 parts", "x", "",
+                 "Zürich hat 421878 Einwohner", "Employees may work remotely on Fridays"):
+        assert escape_md(text) == text
+
+
+md_it = pytest.importorskip("markdown_it")
+
+
+def render(md: str) -> str:
+    parser = md_it.MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    return parser.render(md)
+
+
+@pytest.mark.parametrize("text", ATTACKS)
+def test_a_commonmark_renderer_shows_the_text_and_nothing_else(text):
+    """A real CommonMark parser (markdown-it-py, with GFM tables and strikethrough) turns the
+    escaped text into one paragraph of plain text equal to the original."""
+    out = render(escape_md(text)).strip()
+    assert out.startswith("<p>") and out.endswith("</p>") and out.count("<") == 2, out
+    assert html.unescape(out[3:-4]) == shown(text)
