@@ -56,6 +56,25 @@ def norm(s: str) -> str:
     return " ".join(s.split())
 
 
+def citation_valid(citation, chunk) -> bool:
+    """A citation is valid when the chunk it names exists, belongs to the cited document, and
+    holds the cited text: the snippet, whitespace-normalised, is in the chunk's text. An
+    extractive snippet is the sentence(s) the answer took from that passage, joined with one
+    space (generation/extractive.py), so when two sentences that are not adjacent are taken
+    each must be in it; in LLM mode the snippet is the chunk's whole text
+    (grounding/citations.py). `chunk` is the stored Chunk for citation.chunk_id, or None."""
+    if chunk is None or chunk.chunk_id != citation.chunk_id or chunk.doc_id != citation.doc_id:
+        return False
+    text = " ".join(chunk.text.split())
+    snippet = " ".join((citation.snippet or "").split())
+    if not snippet:
+        return False
+    if snippet in text:
+        return True
+    parts = [" ".join(p.split()) for p in split_sentences(citation.snippet)]
+    return len(parts) > 1 and all(p in text for p in parts)
+
+
 def build_kb(ws: Workspace, data: dict) -> None:
     kb = ws.appdb.find_kb(KB) or ws.create_kb(KB, description="SQuAD 2.0 dev paragraphs")
     if ws.appdb.counts(kb.kb_id)[0]:
@@ -111,7 +130,7 @@ def answers(ws: Workspace, split: str, n: int | None, choose: bool) -> None:
             for c in a.citations:
                 cites += 1
                 chunk = ws.store.get_chunks([c.chunk_id])
-                if not chunk or c.snippet.split()[0] not in chunk[0].text:
+                if not citation_valid(c, chunk[0] if chunk else None):
                     invalid += 1
             rows.append({"id": qid, "label": label, "evidence": a.evidence_score, "abstained": a.abstained,
                          "correct": ok_text and ok_cite, "text_ok": ok_text, "cite_ok": ok_cite,
