@@ -10,11 +10,11 @@ paths of the client as our settings configure it.
 from __future__ import annotations
 
 import re
-import time
 
 import openai
 import pytest
 
+from rag_core.access import Caller
 from rag_core.config import Settings, get_settings
 from rag_core.grounding.citations import attach_markers, markers_in
 from rag_core.generation.llm import make_chat_model
@@ -22,6 +22,7 @@ from rag_core.generation.local_server import free_port
 from tests.llm_server import LLMServerUnavailable, start_llm_server
 
 pytestmark = pytest.mark.slow
+OP = Caller.operator()  # the local no-auth user
 
 
 @pytest.fixture(scope="module")
@@ -61,12 +62,12 @@ def test_answer_engine_streams_real_llm_answer(server, tmp_path):
             "# France\n\nParis is the capital of France. The Seine flows through Paris.\n"
         )
         (tmp_path / "moon.txt").write_text("The Moon orbits the Earth every 27.3 days.\n")
-        ws.create_kb("facts")
-        ws.ingest("facts", [tmp_path / "paris.md", tmp_path / "moon.txt"])
-        chunk_ids = {r.chunk.chunk_id for r in ws.search(["facts"], "What is the capital of France?").results}
+        ws.create_kb("facts", caller=OP)
+        ws.ingest("facts", [tmp_path / "paris.md", tmp_path / "moon.txt"], caller=OP)
+        chunk_ids = {r.chunk.chunk_id for r in ws.search(["facts"], "What is the capital of France?", caller=OP).results}
 
         assert ws.answers.mode == "llm"
-        events = list(ws.answers.stream(ws.answer_request(["facts"], "What is the capital of France?")))
+        events = list(ws.answers.stream(ws.answer_request(["facts"], "What is the capital of France?", caller=OP)))
     finally:
         ws.close()
 
@@ -95,24 +96,32 @@ def test_answer_engine_streams_real_llm_answer(server, tmp_path):
 
 
 def test_timeout_raises_from_the_client(server):
+    """The configured timeout reaches the client: with 1 ms nothing can answer in time, so
+    the call ends with a timeout error (with the default the same request is answered), and
+    the server is still there for the next client."""
     chat = make_chat_model(chat_settings(server, llm_timeout=0.001, llm_retries=0))
-    t = time.perf_counter()
     # langchain-openai re-raises httpx's timeout as its OpenAITimeoutError(openai.APITimeoutError)
     with pytest.raises(openai.APITimeoutError):
         chat.invoke("Write a long story about a dragon.")
-    assert time.perf_counter() - t < 5
     # the factory caches by its arguments: the normal-timeout model is another instance
-    assert make_chat_model(chat_settings(server, llm_timeout=60)) is not chat
+    patient = make_chat_model(chat_settings(server, llm_timeout=60))
+    assert patient is not chat
+    reply = patient.invoke("Write a long story about a dragon.")
+    assert isinstance(reply.content, str) and reply.content.strip()
 
 
-def test_nothing_listening_raises_connection_error_quickly(server):
+def test_nothing_listening_raises_a_connection_error(server):
     port = free_port()  # bound and released: nothing listens there
     chat = make_chat_model(Settings(
         openai_base_url=f"http://127.0.0.1:{port}/v1", openai_api_key="x", llm_model=server.model,
         llm_timeout=10, llm_retries=0,
     ))
-    t = time.perf_counter()
     with pytest.raises(openai.APIConnectionError) as err:
         chat.invoke("Say hello")
-    assert time.perf_counter() - t < 5
-    assert not isinstance(err.value, openai.APITimeoutError)  # refused at once, not timed out
+    assert not isinstance(err.value, openai.APITimeoutError)  # refused, not timed out
+    # what refused it: the connection itself (httpx's ConnectError, from the OS's refusal)
+    causes, e = [], err.value
+    while e is not None and len(causes) < 10:
+        causes.append(type(e).__name__)
+        e = e.__cause__ or e.__context__
+    assert "ConnectError" in causes, causes
