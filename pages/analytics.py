@@ -51,11 +51,20 @@ row1[2].metric("Helpful", pct(s["helpful_rate"]), help="Thumbs up among rated an
 row1[3].metric("Abstained", pct(s["abstention_rate"]), help="Answers withheld because the documents do not answer.")
 row1[4].metric("Mean confidence", pct(s["confidence_mean"]), help="Supported × answers the question, answered only.")
 row2 = st.columns(5)
-row2[0].metric("Citation coverage", pct(s["citation_coverage"]), help="Share of answer sentences citing a listed source.")
-row2[1].metric("Unsupported sentences", pct(s["unsupported_rate"]),
+row2[0].metric("Citation coverage", pct(s["citation_coverage"]),
+               help="Share of answer sentences whose citation the model wrote itself (the LLM, or the extractive "
+               "answer). Citations the checker added to uncited sentences, or moved to the passage that supports "
+               "them, are not counted here: see 'Cited by the checker'.")
+row2[1].metric("Cited by the checker", pct(s["checker_citation_rate"]),
+               help="Share of answer sentences the model left uncited (or cited wrongly) whose citation the "
+               "citation checker placed.")
+row2[2].metric("Unsupported sentences", pct(s["unsupported_rate"]),
                help="Share of answer sentences the verifier found no support for.")
-row2[2].metric("Mean supported", pct(s["grounding_mean"]))
-row2[3].metric("Mean answers the question", pct(s["answers_question_mean"]))
+row2[3].metric("Mean supported", pct(s["grounding_mean"]))
+row2[4].metric("Mean answers the question", pct(s["answers_question_mean"]))
+if s["citations_not_recorded"]:
+    st.caption(f"{s['citations_not_recorded']} sentence(s) of older answers were logged before the app recorded who "
+               "placed each citation: they are left out of both citation rates.")
 
 # ---- over time -------------------------------------------------------------------------
 st.subheader("Over time")
@@ -133,7 +142,8 @@ right.dataframe(kb.round(3), hide_index=True)
 def show(rows: pd.DataFrame) -> None:
     for _, r in rows.iterrows():
         rating = {1.0: ":material/thumb_up:", -1.0: ":material/thumb_down:"}.get(r["rating"], "·")
-        with st.expander(f"{rating} {r['question'][:100]}"):
+        # another user's question (admins see everyone's): Markdown-escaped like any input
+        with st.expander(f"{rating} {escape_md(r['question'][:100])}"):
             st.markdown("**Answer:** " + escape_md(r["answer"]))
             st.caption(f"supported {r['grounding']:.2f} · answers {r['answers_question']:.2f} · confidence "
                        f"{r['confidence']:.2f} · {escape_md(r['kb'])} · {r['time']:%Y-%m-%d %H:%M}")

@@ -68,7 +68,9 @@ def conversations() -> None:
         if not saved:
             st.caption("Your conversations are saved here.")
         for t in saved[:30]:
-            st.button(t.title, key=f"th_{t.thread_id}", on_click=open_thread, args=(t.thread_id,), width="stretch",
+            # a title is the user's first question (or their rename): Markdown-escaped like any input
+            st.button(escape_md(t.title), key=f"th_{t.thread_id}", on_click=open_thread, args=(t.thread_id,),
+                      width="stretch",
                       type="primary" if t.thread_id == tid else "tertiary", icon=":material/chat:")
         if tid:
             with st.popover("This conversation", icon=":material/more_horiz:", width="stretch"):
@@ -211,8 +213,12 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
     if answer.models.get("llm_error") and not m.get("fresh"):
         st.warning(escape_md(answer.models["llm_error"]))
     if answer.abstained:
-        st.info(answer.text)
+        st.info(escape_md(answer.text))
         st.caption("Why: " + escape_md(answer.reason))
+        if answer.below_threshold:
+            st.caption(f":material/filter_alt: The knowledge base's *Minimum relevance* setting dropped "
+                       f"{answer.below_threshold} passage(s) before answering: lower it on the Knowledge bases "
+                       "page if relevant passages are being left out.")
         for s in answer.suggestions:
             st.markdown(f"- {escape_md(s)}")
     else:
@@ -223,12 +229,14 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
             st.caption(":material/find_replace: Rewritten after searching again: the first draft had sentences "
                        "the sources did not support.")
         # One button per citation: the marker, the file and the page; a click opens the page.
+        # Labels and tooltips render Markdown: the file name and the snippet are document
+        # text (`![](http://…)` in a document must not load an image), so both are escaped.
         with st.container(horizontal=True, gap="small"):
             for c in answer.citations:
-                if st.button(f"{marker_text([c.n])} {c.source} · p. {c.page}" + (" · OCR" if c.ocr else ""),
+                if st.button(f"{marker_text([c.n])} {escape_md(c.source)} · p. {c.page}" + (" · OCR" if c.ocr else ""),
                              key=f"src_{idx}_{c.n}",
                              type="tertiary", icon=":material/description:",
-                             help=" ".join(c.snippet.split())[:300]):
+                             help=escape_md(" ".join(c.snippet.split())[:300])):
                     show_source(c)
     with st.container(horizontal=True, vertical_alignment="center", gap="small"):
         with st.popover("Copy", icon=":material/content_copy:"):
@@ -238,6 +246,8 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
         with st.popover("Timing", icon=":material/timer:"):
             # Text, not st.dataframe: twenty Arrow tables cost ~90 ms on every rerun of a long chat.
             st.markdown(timing_markdown(answer.timings_ms))
+            if answer.below_threshold:
+                st.caption(f"Minimum relevance dropped {answer.below_threshold} passage(s).")
         if m.get("query_id"):
             feedback_controls(m)
 

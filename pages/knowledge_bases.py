@@ -55,11 +55,25 @@ with st.form(f"edit_{kb.kb_id}"):
     fusion = c1.selectbox("Fusion", ["relative_score", "rrf"], index=["relative_score", "rrf"].index(r.fusion),
                           help="relative_score: normalise each list's scores and blend (Weaviate's default). "
                           "rrf: reciprocal rank fusion (k = 60).")
-    rerank = c2.toggle("Rerank candidates", r.rerank, help="Re-score the top 30 candidates with the reranker.")
+    # RAG_RERANKER=none (rag_core/retrieval/factory.py) switches reranking off for every
+    # knowledge base: the switch says so and is disabled rather than silently ignored.
+    no_reranker = ws.settings.reranker == "none"
+    rerank = c2.toggle("Rerank candidates" + (" (unavailable)" if no_reranker else ""), r.rerank,
+                       disabled=no_reranker,
+                       help="Reranking is unavailable: the app runs with RAG_RERANKER=none, so candidates keep "
+                       "their fused order and this switch has no effect." if no_reranker else
+                       f"Re-score the top 30 candidates with the reranker (RAG_RERANKER={ws.settings.reranker}).")
+    if no_reranker:
+        c2.caption(":material/info: Reranking is unavailable because RAG_RERANKER=none.")
     mmr = c1.slider("Diversity (MMR λ)", 0.0, 1.0, float(r.mmr_lambda), 0.05,
                     help="1 = pure relevance; lower values prefer passages that add something new. Default 0.7.")
-    threshold = c2.slider("Minimum relevance", 0.0, 1.0, float(r.score_threshold), 0.05,
-                          help="Passages scoring below this (reranker probability) are not used. 0 = off.")
+    threshold = c2.slider(
+        "Minimum relevance", 0.0, 1.0, float(r.score_threshold), 0.05,
+        help="Passages below this are not used; 0 = off. With reranking on it is the reranker's probability "
+        "that a passage is relevant. With reranking off (or unavailable) it is a passage's score relative to "
+        "the best passage for the question (the best is 1.0), the same for relative-score and RRF fusion, "
+        "so 0.5 keeps passages scoring at least half as well as the best. An answer says how many passages "
+        "it dropped.")
     budget = c1.number_input("Context budget (tokens)", 200, 32000, int(r.context_tokens), 100,
                              help="Most passage text sent to the model per answer.")
     st.subheader("Access")

@@ -111,6 +111,11 @@ class FeedbackLog:
         df["sentences"] = [c[0] for c in counts]
         df["cited_sentences"] = [c[1] for c in counts]
         df["unsupported_sentences"] = [c[2] for c in counts]
+        # who placed the citations (Claim.cited_by): logged since it was recorded; older rows
+        # count in neither column but in "citation_unrecorded_sentences"
+        df["model_cited_sentences"] = [c[3] for c in counts]
+        df["checker_cited_sentences"] = [c[4] for c in counts]
+        df["citation_unrecorded_sentences"] = [c[5] for c in counts]
         return df
 
     @staticmethod
@@ -129,10 +134,18 @@ class FeedbackLog:
     @staticmethod
     def summary(df: pd.DataFrame) -> dict:
         """Headline numbers. Sentence rates are pooled over all answered sentences (a long
-        answer weighs more than a one-liner, as it does for a reader)."""
+        answer weighs more than a one-liner, as it does for a reader).
+
+        Citation coverage is the share of sentences whose citation the answer's writer placed
+        itself (the LLM, or the extractive answer), pooled over the sentences for which that
+        was recorded; citations the checker added or moved are counted apart
+        (`checker_citation_rate`). Sentences logged before it was recorded are "not recorded"
+        (`citations_not_recorded`), never counted as cited by the model."""
         rated = df["rating"].dropna()
         answered = df[~df["abstained"]]
         sentences = int(answered["sentences"].sum()) if len(answered) else 0
+        unrecorded = int(answered["citation_unrecorded_sentences"].sum()) if len(answered) else 0
+        recorded = sentences - unrecorded
 
         def mean(col: str) -> float | None:
             v = answered[col].dropna()
@@ -146,7 +159,9 @@ class FeedbackLog:
             "grounding_mean": mean("grounding"),
             "answers_question_mean": mean("answers_question"),
             "confidence_mean": mean("confidence"),
-            "citation_coverage": answered["cited_sentences"].sum() / sentences if sentences else None,
+            "citation_coverage": answered["model_cited_sentences"].sum() / recorded if recorded else None,
+            "checker_citation_rate": answered["checker_cited_sentences"].sum() / recorded if recorded else None,
+            "citations_not_recorded": unrecorded,
             "unsupported_rate": answered["unsupported_sentences"].sum() / sentences if sentences else None,
         }
 
@@ -202,14 +217,19 @@ class FeedbackLog:
         }).rename_axis("kb").reset_index()[cols]
 
 
-def _sentence_counts(abstained: bool, citations: str, claims: str) -> tuple[int, int, int]:
-    """(sentences, sentences citing a passage the answer lists, sentences judged unsupported)."""
+def _sentence_counts(abstained: bool, citations: str, claims: str) -> tuple[int, int, int, int, int, int]:
+    """(sentences, sentences citing a passage the answer lists, sentences judged unsupported,
+    of those citing: cited by the answer's writer, cited by the checker, and sentences whose
+    citation's author was not recorded (logged before `cited_by` existed))."""
     if abstained:
-        return 0, 0, 0
+        return 0, 0, 0, 0, 0, 0
     valid = {c["n"] for c in json.loads(citations)}
     cl = json.loads(claims)
-    return (len(cl), sum(1 for c in cl if set(c.get("cited") or []) & valid),
-            sum(1 for c in cl if c.get("label") == "unsupported"))
+    citing = [c for c in cl if set(c.get("cited") or []) & valid]
+    return (len(cl), len(citing), sum(1 for c in cl if c.get("label") == "unsupported"),
+            sum(1 for c in citing if c.get("cited_by") == "model"),
+            sum(1 for c in citing if c.get("cited_by") == "checker"),
+            sum(1 for c in cl if "cited_by" not in c))
 
 
 def _add_column(db: Database, table: str, column: str) -> None:

@@ -190,6 +190,11 @@ class Claim:
     # that is not one it cites: the checker moves a wrong citation there
     supported_by: int | None = None
     answers: float | None = None  # P(this sentence answers the question), when a question is known
+    # Who placed the sentence's citation: "model" (written with the answer: the LLM's own
+    # marker, or the extractive answer's by construction), "checker" (the citation checker
+    # cited a sentence left uncited, or moved a citation to the passage that supports it),
+    # None (uncited). Logged with the query, so analytics can tell whether the model cites.
+    cited_by: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -216,6 +221,7 @@ class Answer:
     standalone_question: str = ""
     revised: int = 0  # times corrective retrieval rewrote the answer (shown with the answer)
     auto_cited: int = 0  # sentences the checker cited: left uncited, or citing a passage that does not support them
+    below_threshold: int = 0  # passages the knowledge base's "Minimum relevance" dropped (retrieval/pipeline.py)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

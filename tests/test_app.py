@@ -287,3 +287,77 @@ def test_an_llm_that_does_not_answer_falls_back_visibly(data_dir, tmp_path, monk
     assert not at.exception
     assert any("did not answer" in w.value and "composed offline" in w.value for w in at.warning)
     assert "130 volcanoes" in " ".join(m.value for m in at.markdown)
+
+
+EVIL = "![x](http://evil.example/x.png)"
+
+
+def test_document_markdown_in_a_citation_label_and_tooltip_is_escaped(data_dir, tmp_path):
+    """A file name and a passage are document text: in the citation button's label and in its
+    tooltip (both render Markdown) `![x](…)` must not load an image nor `**bold**` format."""
+    from rag_core.render import escape_md
+
+    ws = Workspace(get_settings(data_dir))
+    ws.create_kb("Web", caller=Caller.operator())
+    f = tmp_path / "**bold** ![x](x.png).txt"  # a file name cannot hold the "/" of a full URL
+    f.write_text(f"The launch code banana42 is printed **bold** on the door beside {EVIL} in red.")
+    ws.ingest("Web", [f], caller=Caller.operator())
+    ws.close()
+    at = app().run()
+    at.chat_input[0].set_value("What is the launch code banana42?").run()
+    assert not at.exception
+    [cite] = [b for b in at.button if (b.key or "").startswith("src_")]
+    assert escape_md(f.name) in cite.label
+    assert "![" not in cite.label and "**bold**" not in cite.label
+    tip = cite.proto.help
+    assert "banana42" in tip and escape_md(EVIL) in tip
+    assert "![" not in tip and "**bold**" not in tip
+
+
+def test_analytics_expander_labels_escape_the_question(data_dir, tmp_path):
+    ws = seed(data_dir, tmp_path)
+    question = f"How many volcanoes **bold** {EVIL} does Iceland have?"
+    a = ws.ask(["Geo"], question, caller=Caller.operator())
+    qid = ws.feedback.log_answer(a, [ws.get_kb("Geo", caller=Caller.operator()).kb_id])
+    ws.feedback.rate(qid, -1, "meh")  # listed under "Lowest rated"
+    ws.close()
+    at = app().run()
+    at.switch_page("pages/analytics.py").run()
+    assert not at.exception
+    labels = [e.label for e in at.expander if "volcanoes" in e.label]
+    assert labels
+    for label in labels:
+        assert "![" not in label and "**bold**" not in label
+        assert escape_md_of(question[:100]) in label
+
+
+def escape_md_of(text: str) -> str:
+    from rag_core.render import escape_md
+
+    return escape_md(text)
+
+
+def test_rag_reranker_none_shows_the_rerank_switch_unavailable(data_dir, monkeypatch):
+    monkeypatch.setenv("RAG_RERANKER", "none")
+    ws = Workspace(get_settings(data_dir))
+    ws.create_kb("Geo", caller=Caller.operator())
+    ws.close()
+    at = app().run()
+    at.switch_page("pages/knowledge_bases.py").run()
+    assert not at.exception
+    [switch] = [t for t in at.toggle if t.label.startswith("Rerank candidates")]
+    assert switch.disabled and "unavailable" in switch.label
+    assert any("RAG_RERANKER=none" in c.value for c in at.caption)
+
+
+def test_an_answer_emptied_by_the_minimum_relevance_says_how_many_it_dropped(data_dir, tmp_path):
+    from rag_core.models import RetrievalSettings
+
+    ws = seed(data_dir, tmp_path)
+    ws.update_kb("Geo", caller=Caller.operator(), retrieval=RetrievalSettings(score_threshold=1.0))  # nothing passes
+    ws.close()
+    at = app().run()
+    at.chat_input[0].set_value("How many volcanoes does Iceland have?").run()
+    assert not at.exception
+    assert any("don't have information" in i.value for i in at.info)
+    assert any("Minimum relevance" in c.value and "dropped 1 passage(s)" in c.value for c in at.caption)

@@ -91,7 +91,9 @@ class Context:
     turn: Turn
     sources: list[ScoredChunk]
     lookup_source: str | None = None
+    lookup_chunks: int = 0  # a lookup: the document's passages in all (more than `sources` when cut short)
     best: float = 0.0  # best passage's reranker (or fused) score
+    below_threshold: int = 0  # passages the knowledge bases' minimum relevance dropped
     reading: Reading | None = None
     abstain: str | None = None  # why the chain will not answer
 
@@ -192,9 +194,9 @@ class AnswerEngine:
         return _timed(replace(turn, standalone=question), condense=_ms(t))
 
     def _search(self, q: str, turn: Turn, config: RunnableConfig, query_vector=None) -> tuple[list[ScoredChunk], dict]:
+        info: dict = {}  # filled even when nothing comes back (e.g. all below the minimum relevance)
         docs = self.retriever.invoke(q, config, filters=turn.req.filters, settings=turn.settings,
-                                     query_vector=query_vector)
-        info = docs[0].metadata.get("retrieval", {}) if docs else {}
+                                     query_vector=query_vector, report=info)
         return [from_lc_document(d) for d in docs], info
 
     def _retrieve(self, turn: Turn, config: RunnableConfig) -> Context:
@@ -222,7 +224,9 @@ class AnswerEngine:
         timings = {f"retrieve_{k}": v for k, v in info.get("timings_ms", {}).items()}
         turn = _timed(turn, **timings, retrieve=_ms(t))
         return Context(turn=turn, sources=sources, lookup_source=info.get("lookup_source"),
-                       best=max((s.scores.get("rerank", s.score) for s in sources), default=0.0))
+                       lookup_chunks=int(info.get("lookup_chunks") or 0),
+                       best=max((s.scores.get("rerank", s.score) for s in sources), default=0.0),
+                       below_threshold=int(info.get("below_threshold") or 0))
 
     def _gate(self, ctx: Context, config: RunnableConfig) -> Context:
         """Abstain unless some retrieved sentence answers the question: the reader's best
@@ -233,7 +237,11 @@ class AnswerEngine:
         t = time.perf_counter()
         turn = ctx.turn
         if not ctx.sources:
-            return replace(ctx, abstain="no passage in the selected knowledge bases matched the question")
+            why = "no passage in the selected knowledge bases matched the question"
+            if ctx.below_threshold:
+                why += (f": the minimum relevance ({turn.settings.score_threshold:.2f}) set on the knowledge base "
+                        f"dropped all {ctx.below_threshold} candidate passage(s)")
+            return replace(ctx, abstain=why)
         # LLM mode: every retrieved passage is read, to give the model the best-answering ones.
         reading = self.extractive.read(turn.standalone, ctx.sources,
                                        max_passages=len(ctx.sources) if self.chat is not None else None)
@@ -372,14 +380,21 @@ class AnswerEngine:
                     replace(ctx, turn=turn), "grounded-only: no sentence of the draft answer is supported by the sources"))
                 return
             if len(kept) < len(claims):
+                cited_by = {c.text: c.cited_by for c in claims}
                 draft = _keep_sentences(draft, {c.text for c in kept})
                 claims, grounding = self.verify.invoke((draft, sources, question), config)
+                for c in claims:
+                    c.cited_by = cited_by.get(c.text, "model" if c.cited else None)
         res = resolve(draft, sources, snippets)
         for c in claims:
             c.cited = [res.mapping[n] for n in c.cited if n in res.mapping]
             c.best_source = res.mapping.get(c.best_source) if c.best_source else None
-        # A document lookup ("show me the biography file") is answered by showing that document.
-        aq = 1.0 if ctx.lookup_source else answers_question(claims)
+            if not c.cited:
+                c.cited_by = None  # its markers pointed at no passage: it cites nothing
+        # A document lookup ("show me the biography file") is answered by showing that document:
+        # fully only when all of it is shown. An excerpt (cut by the context budget, or its
+        # passages shortened) is scored like any answer: the reader's P(answers) on the text shown.
+        aq = 1.0 if ctx.lookup_source and _lookup_complete(ctx) else answers_question(claims)
         # The gate's rule, applied to what the model wrote: a written answer in which no
         # sentence answers the question (a fluent invention, an echo of the question, a
         # near-miss paraphrase) is not shown as an answer. An offline answer after an LLM
@@ -399,14 +414,20 @@ class AnswerEngine:
             evidence_score=round(reading.best if reading else 0.0, 4),
             mode="extractive" if "llm_error" in turn.models or self.chat is None else "llm",
             models=turn.models, timings_ms=turn.timings, standalone_question=turn.standalone, revised=revised, auto_cited=auto_cited,
+            below_threshold=ctx.below_threshold,
         ))
 
     # ---- helpers ---------------------------------------------------------------------
     def _offline_draft(self, ctx: Context) -> tuple[str, dict | None]:
         if ctx.lookup_source:
-            srcs = ctx.sources
-            return (f"Here is {srcs[0].chunk.source}, passage by passage: " + " ".join(
-                f"{' '.join(s.chunk.text.split())[:400]} [{i}]" for i, s in enumerate(srcs[:8], 1)), {})
+            srcs = ctx.sources[:LOOKUP_PASSAGES]
+            total = max(ctx.lookup_chunks, len(ctx.sources))
+            shortened = any(len(" ".join(s.chunk.text.split())) > LOOKUP_PASSAGE_CHARS for s in srcs)
+            what = (f"Here is {srcs[0].chunk.source}" if _lookup_complete(ctx) else
+                    f"Here is an excerpt of {srcs[0].chunk.source} ({len(srcs)} of its {total} passages"
+                    + (", each cut to its start" if shortened else "") + ")")
+            return (f"{what}, passage by passage: " + " ".join(
+                f"{_lookup_text(s)} [{i}]" for i, s in enumerate(srcs, 1)), {})
         reading = ctx.reading or self.extractive.read(ctx.turn.standalone, ctx.sources)
         ex = self.extractive.compose(reading)
         return ex.text, ex.snippets
@@ -417,10 +438,12 @@ class AnswerEngine:
         cited by us)."""
         draft = attach_markers(draft)
         claims, grounding = self.verify.invoke((draft, sources, question), config)
-        draft, auto_cited = _fix_citations(draft, claims)
-        if auto_cited:
+        draft, fixed = _fix_citations(draft, claims)
+        if fixed:
             claims, grounding = self.verify.invoke((draft, sources, question), config)
-        return draft, claims, grounding, auto_cited
+        for c in claims:  # who placed each citation: the writer of the draft, or this checker
+            c.cited_by = "checker" if c.text in fixed else "model" if c.cited else None
+        return draft, claims, grounding, len(fixed)
 
     def _verify_step(self, args: tuple[str, list[ScoredChunk], str]) -> tuple[list[Claim], float]:
         draft, sources, question = args
@@ -450,7 +473,7 @@ class AnswerEngine:
             question=turn.req.question, text=ABSTAIN_TEXT, abstained=True, reason=reason, suggestions=suggestions,
             retrieval_score=round(ctx.best, 4), evidence_score=round(ctx.reading.best if ctx.reading else 0.0, 4),
             mode=self.mode, models=turn.models, timings_ms={**turn.timings, "total": _ms(turn.t0)},
-            standalone_question=turn.standalone,
+            standalone_question=turn.standalone, below_threshold=ctx.below_threshold,
         )
 
     def _history(self, req: AnswerRequest) -> list:
@@ -505,27 +528,44 @@ def _rrf_merge(lists: list[list[ScoredChunk]], k: int) -> list[ScoredChunk]:
     return [by_id[cid] for cid, _ in sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))[:k]]
 
 
-def _fix_citations(draft: str, claims: list[Claim]) -> tuple[str, int]:
+def _fix_citations(draft: str, claims: list[Claim]) -> tuple[str, set[str]]:
     """Citations placed by the checker, not the model (small models forget markers, and
     often cite [1] whatever the fact's passage):
     - a sentence left uncited gets the passage the verifier found supporting it best;
     - a sentence whose cited passages do not support it, while another passage does, cites
       that passage instead.
     Their labels are then judged against the new passage like any citation; an unsupported
-    sentence stays as it is (uncited, or with the model's citation, shown as unsupported)."""
+    sentence stays as it is (uncited, or with the model's citation, shown as unsupported).
+    Returns the draft and the sentences (marker-free text) whose citation the checker placed."""
     new = {c.text: c.best_source for c in claims if not c.cited and c.best_source and c.label != "unsupported"}
     new.update({c.text: c.supported_by for c in claims if c.cited and c.supported_by})
     if not new:
-        return draft, 0
-    out, n = [], 0
+        return draft, set()
+    out, fixed = [], set()
     for sent in answer_sentences(draft):
         text = plain(sent)
         if text in new:
             end = text[-1] if text[-1:] in (".", "!", "?") else ""
             sent = f"{text[:-1] if end else text} [{new[text]}]{end}"
-            n += 1
+            fixed.add(text)
         out.append(sent.strip())
-    return " ".join(out), n
+    return " ".join(out), fixed
+
+
+LOOKUP_PASSAGES = 8  # passages a whole-document lookup shows
+LOOKUP_PASSAGE_CHARS = 400  # characters shown of each
+
+
+def _lookup_text(s: ScoredChunk) -> str:
+    return " ".join(s.chunk.text.split())[:LOOKUP_PASSAGE_CHARS]
+
+
+def _lookup_complete(ctx: Context) -> bool:
+    """Whether a lookup's answer shows the whole document: every passage (none cut by the
+    context budget or the passage limit), each in full."""
+    shown = ctx.sources[:LOOKUP_PASSAGES]
+    return (len(shown) == len(ctx.sources) >= ctx.lookup_chunks
+            and all(len(" ".join(s.chunk.text.split())) <= LOOKUP_PASSAGE_CHARS for s in shown))
 
 
 def _keep_sentences(text: str, keep: set[str]) -> str:

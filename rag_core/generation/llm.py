@@ -4,7 +4,13 @@ through langchain-openai's ChatOpenAI."""
 
 from __future__ import annotations
 
+import asyncio
 from functools import lru_cache
+from typing import Any, AsyncIterator, Iterator
+
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
 
 from ..config import Settings
 from ..errors import MissingDependency
@@ -32,17 +38,71 @@ def _build(model: str, base_url: str | None, api_key: str | None, temperature: f
     )
 
 
+class LocalServerChat(BaseChatModel):
+    """RAG_LLM_GGUF's chat model. The workspace builds its chat model once, but the managed
+    llama.cpp server may die (a native crash, the OOM killer) and come back on another port.
+    So every request first asks `ensure_server()` for the process's server — restarting it if
+    it died — and goes to that server's current URL through a ChatOpenAI built for it.
+
+    Cheap while the server lives: `ensure_server` is a lock and a `poll()` of the child, and
+    the ChatOpenAI for an unchanged (model, URL) comes from `_build`'s cache; nothing reloads.
+    A request already under way when the server dies still fails (the chain then answers
+    offline and says so); the next one finds a new server."""
+
+    gguf: str
+    threads: int = 2
+    ctx: int = 4096
+    temperature: float = 0.0
+    timeout: float = 60.0
+    retries: int = 0
+    max_tokens: int = 512
+
+    @property
+    def _llm_type(self) -> str:
+        return "groundwork-local-gguf"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"gguf": self.gguf, "threads": self.threads, "ctx": self.ctx}
+
+    def current(self):
+        """The ChatOpenAI for the server that runs now (started or restarted if needed)."""
+        from .local_server import ensure_server
+
+        srv = ensure_server(self.gguf, self.threads, self.ctx)
+        return _build(srv.model, srv.base_url + "/v1", None, self.temperature, self.timeout, self.retries,
+                      self.max_tokens)
+
+    def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> ChatResult:
+        return self.current()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+    def _stream(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> Iterator[ChatGenerationChunk]:
+        yield from self.current()._stream(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+    async def _agenerate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> ChatResult:
+        chat = await asyncio.to_thread(self.current)  # a restart waits for /health: not on the event loop
+        return await chat._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+    async def _astream(self, messages: list[BaseMessage], stop=None, run_manager=None,
+                       **kwargs) -> AsyncIterator[ChatGenerationChunk]:
+        chat = await asyncio.to_thread(self.current)
+        async for chunk in chat._astream(messages, stop=stop, run_manager=run_manager, **kwargs):
+            yield chunk
+
+
 def make_chat_model(settings: Settings):
     """None when no endpoint is configured: the app then answers extractively, offline.
-    RAG_LLM_GGUF starts (once per process) the built-in llama.cpp server and talks to it."""
+    RAG_LLM_GGUF starts the built-in llama.cpp server now (so a bad model file is reported at
+    once) and returns a `LocalServerChat`, which finds (or restarts) the server at each request."""
     if not settings.llm_configured:
         return None
     if settings.llm_gguf:
         from .local_server import ensure_server
 
-        srv = ensure_server(settings.llm_gguf, settings.llm_threads, settings.llm_ctx)
-        return _build(srv.model, srv.base_url + "/v1", None, settings.llm_temperature, settings.llm_timeout,
-                      settings.llm_retries, settings.llm_max_tokens)
+        ensure_server(settings.llm_gguf, settings.llm_threads, settings.llm_ctx)
+        return LocalServerChat(gguf=str(settings.llm_gguf), threads=settings.llm_threads, ctx=settings.llm_ctx,
+                               temperature=settings.llm_temperature, timeout=settings.llm_timeout,
+                               retries=settings.llm_retries, max_tokens=settings.llm_max_tokens)
     return _build(
         settings.llm_model, settings.openai_base_url, settings.openai_api_key,
         settings.llm_temperature, settings.llm_timeout, settings.llm_retries, settings.llm_max_tokens,

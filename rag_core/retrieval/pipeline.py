@@ -2,6 +2,18 @@
 
 One object per workspace (the store, embedder and reranker are shared, loaded once); each
 call takes the knowledge bases' settings and the caller's filters.
+
+The knowledge base's "Minimum relevance" (`score_threshold`, 0–1) is compared with one value
+per candidate, `relevance()`, whatever the fusion and rerank settings:
+- a candidate the reranker scored: the reranker's probability that it is relevant;
+- a candidate it did not score (reranking off for the knowledge base, RAG_RERANKER=none, or
+  ranked below the reranker's depth): its fused (or keyword / vector) score divided by the
+  best such score of this question, so the best passage reads 1.0 and the threshold means
+  "at least this share of the best passage's score". Below the reranker's depth it is also
+  capped at the lowest reranked probability (it ranked below all of them).
+Raw fused scores are never compared with it: RRF scores are at most 1/61 ≈ 0.016, so a
+threshold of 0.05 used to drop every passage, silently. How many passages the threshold
+dropped is reported (`Retrieved.below_threshold`, and the answer's `below_threshold`).
 """
 
 from __future__ import annotations
@@ -28,7 +40,10 @@ class Retrieved:
     timings_ms: dict[str, float] = field(default_factory=dict)
     lookup_source: str | None = None  # set when the whole document was returned
     candidates: int = 0
-    below_threshold: int = 0  # candidates dropped by the score threshold
+    below_threshold: int = 0  # candidates dropped by the score threshold ("Minimum relevance")
+    # a lookup: the document's passages in all; more than len(results) when the context
+    # budget cut it short (then what is returned is an excerpt, not the whole document)
+    lookup_chunks: int = 0
 
 
 class RetrievalPipeline:
@@ -65,10 +80,11 @@ class RetrievalPipeline:
         if pq.lookup and self.find_document and filters.kb_ids:
             found = self.find_document(pq.lookup, filters)
             if found:
-                res = self._whole_document(found, settings)
+                res, total = self._whole_document(found, settings)
                 if res:
                     timings["lookup"] = (time.perf_counter() - t0) * 1000
-                    return Retrieved(pq, res, timings, lookup_source=res[0].chunk.source, candidates=len(res))
+                    return Retrieved(pq, res, timings, lookup_source=res[0].chunk.source, candidates=len(res),
+                                     lookup_chunks=total)
 
         do_rerank = (settings.rerank if rerank is None else rerank) and self.reranker is not None
         # An explicit k asks for a ranking (CLI search, evaluation): no MMR, no token budget.
@@ -85,13 +101,16 @@ class RetrievalPipeline:
         timings.update(sr.timings_ms)
         cands = sr.results
         n_cands = len(cands)
+        reranked = 0
         if do_rerank and cands:
             t = time.perf_counter()
+            reranked = min(len(cands), RERANK_DEPTH)
             cands = self.reranker.rerank(pq.text, cands[:RERANK_DEPTH]) + cands[RERANK_DEPTH:]
             timings["rerank"] = (time.perf_counter() - t) * 1000
         dropped = 0
-        if settings.score_threshold > 0:
-            kept = [c for c in cands if c.score >= settings.score_threshold]
+        if settings.score_threshold > 0 and cands:
+            rel = relevance(cands, reranked)
+            kept = [c for c, r in zip(cands, rel) if r >= settings.score_threshold]
             dropped = len(cands) - len(kept)
             cands = kept
         if use_mmr and len(cands) > top_k:
@@ -115,10 +134,31 @@ class RetrievalPipeline:
         order = mmr_select(rel, vecs, k, lam)
         return [cands[i] for i in order]
 
-    def _whole_document(self, found: tuple[str, str], settings: RetrievalSettings) -> list[ScoredChunk]:
+    def _whole_document(self, found: tuple[str, str], settings: RetrievalSettings) -> tuple[list[ScoredChunk], int]:
+        """The document's passages in order, as many as the context budget holds, and how
+        many it has in all."""
         kb_id, doc_id = found
         res = [ScoredChunk(c, 1.0, {"lookup": 1.0}) for c in self.store.document_chunks(kb_id, doc_id)]
-        return fit_budget(res, settings.context_tokens, keep_order=True)
+        return fit_budget(res, settings.context_tokens, keep_order=True), len(res)
+
+
+def relevance(cands: list[ScoredChunk], reranked: int = 0) -> list[float]:
+    """What "Minimum relevance" is compared with, in [0, 1], one value per candidate (module
+    docstring): the reranker's probability for the first `reranked` candidates (those it
+    scored); for the others their score relative to the best unreranked score of this
+    question, capped at the lowest reranked probability. Each value is also kept in
+    `scores["relevance"]`."""
+    head = [min(max(c.scores.get("rerank", c.score), 0.0), 1.0) for c in cands[:reranked]]
+    tail = cands[reranked:]
+    best = max((c.score for c in tail), default=0.0)
+    rel_tail = [max(c.score, 0.0) / best if best > 0 else 0.0 for c in tail]
+    if head:
+        floor = min(head)
+        rel_tail = [min(r, floor) for r in rel_tail]
+    out = head + rel_tail
+    for c, r in zip(cands, out):
+        c.scores["relevance"] = round(r, 6)
+    return out
 
 
 def fit_budget(results: list[ScoredChunk], budget_tokens: int, keep_order: bool = False) -> list[ScoredChunk]:

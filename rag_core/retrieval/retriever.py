@@ -52,12 +52,18 @@ class GroundworkRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
         filters: SearchFilters | None = None, settings: RetrievalSettings | None = None,
-        query_vector: np.ndarray | None = None,
+        query_vector: np.ndarray | None = None, report: dict[str, Any] | None = None,
     ) -> list[LCDocument]:
+        """`report`, when given, receives the run's info (the same dict each document carries
+        under "retrieval") even when no document comes back: e.g. how many passages the
+        minimum relevance dropped when it dropped them all."""
         filters = filters or self.filters
         if filters is None:
             raise ValueError("GroundworkRetriever needs filters (which knowledge bases, for whom)")
         r = self.pipeline.run(query, filters, settings or self.settings or RetrievalSettings(),
                               mode=self.mode, query_vector=query_vector)
-        info = {"timings_ms": r.timings_ms, "lookup_source": r.lookup_source, "candidates": r.candidates}
+        info = {"timings_ms": r.timings_ms, "lookup_source": r.lookup_source, "candidates": r.candidates,
+                "below_threshold": r.below_threshold, "lookup_chunks": r.lookup_chunks}
+        if report is not None:
+            report.update(info)
         return [to_lc_document(x, info) for x in r.results]
