@@ -20,7 +20,7 @@ from rag_core.render import answer_markdown, escape_md, marker_text, plain_answe
 ws = workspace()
 me = caller()
 convs = ws.conversations(caller=me)
-fb = ws.feedback_for(caller=me)
+feedback_log = ws.feedback_for(caller=me)  # this user's answers only
 kbs = selected_kbs()
 head, new_chat = st.columns([6, 1], vertical_alignment="bottom")
 head.title("Chat with your documents")
@@ -38,7 +38,7 @@ if st.session_state.get("loaded_thread", "none") != tid:
         st.session_state.thread_id = None
     for m in loaded:
         if m.get("query_id"):
-            m["rating"] = fb.rating_of(m["query_id"])
+            m["rating"] = feedback_log.rating_of(m["query_id"])
     st.session_state.messages = loaded
     st.session_state.loaded_thread = tid
 messages: list[dict] = st.session_state.setdefault("messages", [])
@@ -183,7 +183,7 @@ def feedback_controls(m: dict) -> None:
     if fb is not None:
         rating = 1 if fb == 1 else -1
         if not saved or saved[0] != rating:
-            fb.rate(qid, rating, saved[1] if saved else "")
+            feedback_log.rate(qid, rating, saved[1] if saved else "")
             saved = m["rating"] = (rating, saved[1] if saved else "", None)
     if not saved:
         return
@@ -195,7 +195,7 @@ def feedback_controls(m: dict) -> None:
                                   index=REASONS.index(saved[2]) if saved[2] in REASONS else None)
                 text = st.text_area("Anything to add?", value=saved[1], max_chars=2000)
                 if st.form_submit_button("Send"):
-                    fb.rate(qid, -1, text, reason)
+                    feedback_log.rate(qid, -1, text, reason)
                     m["rating"] = (-1, text.strip(), reason)
                     st.toast("Thanks — this helps us fix it.")
                     st.rerun()
@@ -203,7 +203,7 @@ def feedback_controls(m: dict) -> None:
         with st.popover("Add a comment" if not saved[1] else "Edit comment"):
             text = st.text_area("What was good?", value=saved[1], key=f"cm_{qid}", max_chars=2000)
             if st.button("Save comment", key=f"cms_{qid}"):
-                fb.rate(qid, 1, text)
+                feedback_log.rate(qid, 1, text)
                 m["rating"] = (1, text.strip(), None)
                 st.toast("Thanks — feedback saved.")
 
@@ -299,7 +299,7 @@ if question:
             req = ws.answer_request(kbs, question, history=history, doc_ids=scope or None, caller=me)
             answer = stream_answer(req)
             kb_ids = [ws.get_kb(n, caller=me).kb_id for n in kbs]
-            qid = fb.log_answer(answer, kb_ids, thread_id=tid)
+            qid = feedback_log.log_answer(answer, kb_ids, thread_id=tid)
             convs.add(tid, "assistant", answer.text, answer, qid)
             messages.append({"role": "assistant", "content": answer.text, "answer": answer, "query_id": qid})
             render_answer({**messages[-1], "fresh": True}, len(messages) - 1, last=True)  # its notice is on screen already

@@ -73,7 +73,7 @@ def test_ask_question_shows_cited_answer_and_logs_it(data_dir, tmp_path, monkeyp
     texts = " ".join(m.value for m in at.markdown)
     assert "130 volcanoes" in texts
     # each citation is a button naming its file and page (a click opens the page viewer)
-    assert [b.label for b in at.button if "volcanoes.md" in b.label] == ["[¹] volcanoes.md · p. 1"]
+    assert [b.label for b in at.button if "volcanoes\\.md" in b.label] == ["[¹] volcanoes\\.md · p. 1"]  # file names are escaped
     assert any("Supported 100%" in c.value and "Answers the question" in c.value for c in at.caption)
     df = ws.feedback.frame()
     assert list(df["question"]) == ["How many volcanoes does Iceland have?"]
@@ -154,7 +154,7 @@ def test_scoping_a_question_to_chosen_documents(data_dir, tmp_path):
     # back to all documents: answered from volcanoes.md
     at.multiselect(key="scope_docs").set_value([]).run()
     at.chat_input[0].set_value("How many volcanoes does Iceland have?").run()
-    assert [b.label for b in at.button if "volcanoes.md" in b.label] == ["[¹] volcanoes.md · p. 1"]
+    assert [b.label for b in at.button if "volcanoes\\.md" in b.label] == ["[¹] volcanoes\\.md · p. 1"]  # file names are escaped
 
 
 def test_regenerate_replaces_the_last_answer_and_new_chat_clears(data_dir, tmp_path):

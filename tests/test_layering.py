@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1] / "rag_core"
 # Lowest first. Packages in one layer must not import each other either, except as listed.
 LAYERS = [
     {"errors", "models", "config", "db"},
-    {"text", "access"},  # the shared lowest layer of logic
+    {"text", "access", "leases"},  # the shared lowest layer of logic
     {"embeddings", "stores", "reader", "appdb", "evaluation", "feedback", "threads"},
     {"ingest", "retrieval", "grounding"},
     {"generation", "citation_view", "render"},
