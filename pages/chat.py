@@ -122,13 +122,13 @@ def badge(answer: Answer) -> str:
 
 
 @st.dialog("Source", width="large")
-def show_source(c: Citation) -> None:
+def show_source(c: Citation, as_citation: bool = True) -> None:
     """The cited page with the passage highlighted; for non-PDF sources the passage in its
     surrounding text. Access is checked again here: a citation object alone opens nothing."""
     page_key = f"viewer_page_{c.chunk_id}"
     with friendly_errors("Opening the source"):
         doc = ws.accessible_document(c.kb_id, c.doc_id, caller=me)
-        st.markdown(f"**{marker_text([c.n])} {escape_md(c.source)}**"
+        st.markdown(f"**{marker_text([c.n]) + ' ' if as_citation else ''}{escape_md(c.source)}**"
                     + (f" · {escape_md(c.section)}" if c.section else ""))
         view = ws.cited_page(c, st.session_state.get(page_key), caller=me)
         if view is not None:
@@ -221,6 +221,16 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
                        "page if relevant passages are being left out.")
         for s in answer.suggestions:
             st.markdown(f"- {escape_md(s)}")
+        if answer.closest:
+            # Not an answer: plain passages under a heading that says so, never styled as one
+            # (no scores, no markers), each openable in the page viewer to judge for oneself.
+            with st.expander("These passages mention your topic but do not answer it", expanded=True,
+                             icon=":material/find_in_page:"):
+                for c in answer.closest:
+                    st.markdown(f"> {escape_md(' '.join(c.snippet.split())[:400])}")
+                    if st.button(f"{escape_md(c.source)} · p. {c.page}" + (" · OCR" if c.ocr else ""),
+                                 key=f"closest_{idx}_{c.n}", type="tertiary", icon=":material/description:"):
+                        show_source(c, as_citation=False)
     else:
         st.markdown(answer_markdown(answer))
         st.caption(badge(answer) + ("  ·  :material/warning: marks sentences the sources do not fully support" if any(

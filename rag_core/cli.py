@@ -318,6 +318,9 @@ def _answer_row(qid, a) -> dict:
         "evidence_score": a.evidence_score, "mode": a.mode,
         "claims": [c.to_dict() for c in a.claims], "invalid_citations": a.invalid_citations,
         "timings_ms": a.timings_ms,
+        # an abstention's nearest passages (DESIGN.md §6): never counted as an answer or citation
+        "closest": [{k: c.to_dict()[k] for k in ("n", "doc_id", "source", "page", "chunk_id", "snippet", "score")}
+                    for c in a.closest],
     }
 
 
@@ -349,6 +352,10 @@ def cmd_ask(args) -> int:
     print(a.text)
     if a.abstained:
         print(f"\nreason: {a.reason}")
+        if a.closest:
+            print("\nThese passages mention your topic but do not answer it:")
+            for c in a.closest:
+                print(f"  ({c.n}) {c.source}, page {c.page}: {' '.join(c.snippet.split())[:200]}")
         for s in a.suggestions:
             print(f"  - {s}")
         return 0

@@ -113,6 +113,8 @@ class Settings(BaseSettings):
     # passages also cut the prompt (time to first token). Chosen on the train side
     # (benchmarks/llm_mode.py --split calib).
     llm_context_passages: int = Field(default=4, ge=1, le=50)
+    # An abstention lists this many passages that came nearest to answering (0 = none).
+    closest_passages: int = Field(default=3, ge=0, le=10)
 
     # Answering. One gate: abstain unless some retrieved sentence answers the question —
     # the reader model's calibrated P(answers) of the best sentence must reach

@@ -123,15 +123,17 @@ class Document:
 
 @dataclass
 class SearchFilters:
-    """Applied inside the store query, never after it."""
+    """Applied inside the store query, never after it. Access is decided per knowledge base
+    (rag_core/access.py), which yields the kb_ids a caller may see; chunks are not filtered
+    by the users and groups stamped on them at ingest (an access edit would leave those
+    stale)."""
 
-    kb_ids: list[str] | None = None
+    kb_ids: list[str] | None = None  # None: every knowledge base; []: none
     tenant: str | None = None
+    # who asked (for logs and traces); the stores do not filter on these
     user: str | None = None
     groups: list[str] = field(default_factory=list)
     doc_ids: list[str] | None = None
-    # False = ignore ACL (admin / CLI without identity); True = enforce for `user`/`groups`.
-    enforce_acl: bool = False
 
 
 @dataclass
@@ -222,6 +224,9 @@ class Answer:
     revised: int = 0  # times corrective retrieval rewrote the answer (shown with the answer)
     auto_cited: int = 0  # sentences the checker cited: left uncited, or citing a passage that does not support them
     below_threshold: int = 0  # passages the knowledge base's "Minimum relevance" dropped (retrieval/pipeline.py)
+    # On an abstention: the passages nearest to answering (they mention the topic but do not
+    # answer it), for a person to judge. Never citations: not styled, scored or logged as an answer.
+    closest: list[Citation] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -232,5 +237,6 @@ class Answer:
         known = {f for f in cls.__dataclass_fields__}
         d = {k: v for k, v in d.items() if k in known}
         d["citations"] = [Citation(**c) for c in d.get("citations", [])]
+        d["closest"] = [Citation(**c) for c in d.get("closest", [])]
         d["claims"] = [Claim(**c) for c in d.get("claims", [])]
         return cls(**d)

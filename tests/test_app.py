@@ -361,3 +361,15 @@ def test_an_answer_emptied_by_the_minimum_relevance_says_how_many_it_dropped(dat
     assert not at.exception
     assert any("don't have information" in i.value for i in at.info)
     assert any("Minimum relevance" in c.value and "dropped 1 passage(s)" in c.value for c in at.caption)
+
+
+def test_an_abstention_shows_the_closest_passages_under_a_heading_that_says_so(data_dir, tmp_path):
+    seed(data_dir, tmp_path)
+    at = app().run()
+    at.chat_input[0].set_value("How many tourists visited Iceland's volcanoes in 2019?").run()
+    assert not at.exception
+    assert any("don't have information" in i.value for i in at.info)
+    box = [e for e in at.expander if "do not answer it" in e.label]
+    assert box, "no closest-passages section"
+    assert [b.label for b in at.button if b.label.startswith("volcanoes")] == ["volcanoes\\.md · p. 1"]
+    assert not any("Supported" in c.value for c in at.caption)  # not scored like an answer

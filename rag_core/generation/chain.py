@@ -41,7 +41,7 @@ from langchain_core.runnables import RunnableConfig, RunnableGenerator, Runnable
 from ..config import Settings
 from ..grounding.citations import attach_markers, resolve
 from ..grounding.verify import Verifier, answer_sentences, answers_question, confidence, grounding_score, plain
-from ..models import Answer, Claim, KnowledgeBase, RetrievalSettings, ScoredChunk, SearchFilters
+from ..models import Answer, Citation, Claim, KnowledgeBase, RetrievalSettings, ScoredChunk, SearchFilters
 from ..reader import get_reader
 from ..retrieval.query import key_terms
 from ..retrieval.retriever import GroundworkRetriever, from_lc_document
@@ -96,6 +96,28 @@ class Context:
     below_threshold: int = 0  # passages the knowledge bases' minimum relevance dropped
     reading: Reading | None = None
     abstain: str | None = None  # why the chain will not answer
+
+
+def closest_passages(sources: list[ScoredChunk], reading: Reading | None, k: int) -> list[Citation]:
+    """The passages that came nearest to answering, for an abstention: ranked by the reader's
+    best P(answers) over each passage's sentences (retrieval order where it read none), each
+    with the sentence it liked best as the snippet the viewer highlights. A refusal with the
+    answering passage in hand is then still useful: the person sees it and judges."""
+    if k <= 0 or not sources:
+        return []
+    best: dict[int, tuple[float, str]] = {}
+    if reading is not None:
+        for (si, _, text), p in zip(reading.cands, reading.probs):
+            if si not in best or float(p) > best[si][0]:
+                best[si] = (float(p), text)
+    order = sorted(range(len(sources)), key=lambda i: (-best.get(i, (-1.0, ""))[0], i))[:k]
+    out = []
+    for n, i in enumerate(order, 1):
+        c = sources[i].chunk
+        out.append(Citation(n=n, doc_id=c.doc_id, source=c.source, page=c.page_start, chunk_id=c.chunk_id,
+                            snippet=best.get(i, (0.0, c.text))[1] or c.text, score=round(float(sources[i].score), 6),
+                            kb_id=c.kb_id, title=c.title, section=c.section, ocr=c.chunk_type == "ocr"))
+    return out
 
 
 @dataclass
@@ -474,6 +496,7 @@ class AnswerEngine:
             retrieval_score=round(ctx.best, 4), evidence_score=round(ctx.reading.best if ctx.reading else 0.0, 4),
             mode=self.mode, models=turn.models, timings_ms={**turn.timings, "total": _ms(turn.t0)},
             standalone_question=turn.standalone, below_threshold=ctx.below_threshold,
+            closest=closest_passages(ctx.sources, ctx.reading, self.settings.closest_passages),
         )
 
     def _history(self, req: AnswerRequest) -> list:
