@@ -40,10 +40,33 @@ def test_the_script_runs_its_help():
     "benchmarks/data/r_manuals_questions.jsonl",
     "/usr/share/doc/gnuplot-doc/gnuplot.pdf",
     "gnuplot 5.4 documentation",
+    "R (programming language)",
+    "/usr/share/man/man1/bash.1.gz",                 # benchmarks/data/EVALUATION_DOCUMENTS.txt
+    "Bash Reference Manual",
+    "/usr/share/info/bash.info.gz",
+    "asymptote-doc_2.87-1_all.deb",
+    "/usr/share/doc/asymptote/asymptote.pdf",
+    "Maxima 5.47 Manual",
+    "/usr/share/doc/maxima-doc/html/maxima_toc.html",
 ])
 def test_r_manuals_and_gnuplot_docs_are_refused(make_data, source):
     with pytest.raises(AssertionError, match="refusing"):
         make_data.assert_not_evaluation(source)
+
+
+def test_every_entry_of_the_evaluation_documents_list_is_refused(make_data):
+    """benchmarks/data/EVALUATION_DOCUMENTS.txt names what may never enter training data:
+    each "package" line refuses that package's files, each "program" line a document whose
+    path or title names the program."""
+    lines = [ln.split("#", 1)[0].split() for ln in make_data.EVALUATION_DOCUMENTS.read_text().splitlines()]
+    entries = [ln for ln in lines if len(ln) == 2]
+    assert {k for k, _ in entries} == {"package", "program"} and len(entries) >= 10
+    for kind, name in entries:
+        sources = ([f"/usr/share/doc/{name}/README", f"{name}_1.0-1_all.deb"] if kind == "package"
+                   else [f"The {name} manual", f"docs/{name}/intro.html"])
+        for source in sources:
+            with pytest.raises(AssertionError, match="refusing"):
+                make_data.assert_not_evaluation(source)
 
 
 @pytest.mark.parametrize("source", [

@@ -73,16 +73,42 @@ _EVALUATION_NAMES = re.compile(
 )
 
 
+# benchmarks/data/EVALUATION_DOCUMENTS.txt (issue 25): the programs whose documentation the
+# benchmarks read. "package P": any path with a component P or P_<version>... (a .deb);
+# "program X": any path or title naming X as a word (case-sensitive for one letter: "R").
+EVALUATION_DOCUMENTS = ROOT / "benchmarks" / "data" / "EVALUATION_DOCUMENTS.txt"
+
+
+def _listed_evaluation_documents(path: Path = EVALUATION_DOCUMENTS) -> list[tuple[str, re.Pattern]]:
+    out = []
+    for line in path.read_text().splitlines():
+        kind, _, name = line.split("#", 1)[0].strip().partition(" ")
+        name = name.strip()
+        if kind == "package" and name:
+            out.append((line.strip(), re.compile(rf"(?:^|/){re.escape(name.lower())}(?:/|_|$)")))
+        elif kind == "program" and name:
+            word = rf"(?<![A-Za-z0-9]){re.escape(name)}(?![A-Za-z0-9])"
+            out.append((line.strip(), re.compile(word, 0 if len(name) == 1 else re.I)))
+    return out
+
+
+_LISTED = _listed_evaluation_documents()
+
+
 def assert_not_evaluation(source_name_or_path) -> None:
     """Refuse anything an evaluation uses, with an AssertionError (raised, so `python -O`
-    keeps it): R's manuals and gnuplot's documentation (by path, file name or title), the
-    benchmarks' data, a SQuAD test article (its title as in the file or with spaces, alone or
-    after a path's '#', ':' or '/'), and any file under ../shared/data that is not one of
-    TRAIN_SIDE_FILES."""
+    keeps it): the documentation of every program and package in
+    benchmarks/data/EVALUATION_DOCUMENTS.txt (R, gnuplot, Bash, Asymptote, Maxima: by path,
+    file name or title), R's manuals by name, the benchmarks' data, a SQuAD test article
+    (its title as in the file or with spaces, alone or after a path's '#', ':' or '/'), and
+    any file under ../shared/data that is not one of TRAIN_SIDE_FILES."""
     raw = str(source_name_or_path).strip()
     low = raw.replace("\\", "/").lower()
     if _EVALUATION_NAMES.search(low):
         raise AssertionError(f"refusing evaluation material (R / gnuplot documentation, benchmark data): {raw}")
+    for entry, rx in _LISTED:
+        if rx.search(low if entry.startswith("package") else raw.replace("\\", "/")):
+            raise AssertionError(f"refusing evaluation material ({entry}, benchmarks/data/EVALUATION_DOCUMENTS.txt): {raw}")
     for name in {raw, re.split(r"[#:/\\]", raw)[-1]}:
         if name.strip().replace(" ", "_") in TEST_TITLES:
             raise AssertionError(f"refusing a SQuAD test article (../shared/data/squad-dev/SPLIT.md): {raw}")
