@@ -144,12 +144,9 @@ def shot_on_failure(page, request):
 
 
 def test_new_user_journey(server, page, tmp_path, shot_on_failure):
-    url, started_s, _ = server
-    t = time.perf_counter()
+    url, _, _ = server
     page.goto(url)
     page.get_by_text("Chat with your documents").wait_for()
-    first_render_s = time.perf_counter() - t
-    print(f"\ncold start to health: {started_s:.1f}s; first page render: {first_render_s:.1f}s")
     page.screenshot(path=str(SHOTS / "1-chat-empty.png"))
 
     # create a knowledge base on the Upload page
@@ -256,24 +253,20 @@ def test_app_stays_responsive_during_a_large_ingest(server, page, tmp_path, shot
                 f"parks and lighting, after a debate about maintenance costs and the schedule for {2000 + i % 30}."})
         for i in range(5000)))
     page.locator("input[type=file]").set_input_files(str(corpus))
-    t = time.perf_counter()
     page.get_by_role("button", name="Add 1 file(s) to Bulk").click()
     page.get_by_text("Queued 1 file(s) for Bulk").wait_for()
-    returned_s = time.perf_counter() - t
     page.get_by_text("reading").or_(page.get_by_text("computing vectors")).first.wait_for()
     page.screenshot(path=str(SHOTS / "6-upload-job-progress.png"), full_page=True)
 
     # switch to Chat and ask the other knowledge base while the job runs
     page.get_by_role("link", name="Chat").click()
-    t = time.perf_counter()
     box = page.get_by_placeholder("Ask a question about your documents")
     box.fill("Is flat better than nested?")
     box.press("Enter")
     page.locator("[data-testid=stChatMessage]").nth(1).get_by_text("Flat is better than nested").first.wait_for()
-    answered_s = time.perf_counter() - t
+    # Responsiveness is an order of events, not a stopwatch: the answer is on the page while
+    # the job is still going (speed is measured in benchmarks/, not asserted here).
     statuses = job_status(data)
-    print(f"\nupload page returned in {returned_s:.1f}s; answer during the ingest in {answered_s:.1f}s; "
-          f"job status then: {statuses[-1]}")
     assert statuses[-1] in ("queued", "running"), "the job ended before the answer: not a test of responsiveness"
 
     # the job finishes in the background and the Upload page reports it
