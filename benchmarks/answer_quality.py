@@ -42,6 +42,7 @@ from rag_core.grounding.verify import Verifier, judged_score  # noqa: E402
 from rag_core.text.sentences import split_sentences  # noqa: E402
 from rag_core.reader import get_reader  # noqa: E402
 from rag_core.workspace import Workspace  # noqa: E402
+from rag_core.access import Caller, search_filters  # noqa: E402
 
 SQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "squad-dev"
 KB = "squad-v2-dev"
@@ -76,7 +77,7 @@ def citation_valid(citation, chunk) -> bool:
 
 
 def build_kb(ws: Workspace, data: dict) -> None:
-    kb = ws.appdb.find_kb(KB) or ws.create_kb(KB, description="SQuAD 2.0 dev paragraphs")
+    kb = next(iter(ws.appdb.find_kbs(KB)), None) or ws.create_kb(KB, description="SQuAD 2.0 dev paragraphs", caller=Caller.operator())
     if ws.appdb.counts(kb.kb_id)[0]:
         return
     path = Path(ws.settings.data_dir) / "squad-v2-paragraphs.jsonl"
@@ -122,7 +123,7 @@ def answers(ws: Workspace, split: str, n: int | None, choose: bool) -> None:
     for label, items in (("answerable", answerable), ("impossible", impossible)):
         for qid, q, gold_doc, golds in items:
             t = time.perf_counter()
-            a = ws.ask([KB], q)
+            a = ws.ask([KB], q, caller=Caller.operator())
             lat.append((time.perf_counter() - t) * 1000)
             ok_text = any(norm(g) in norm(a.text) for g in golds) if golds else False
             ok_cite = any(c.doc_id == gold_doc for c in a.citations)
@@ -184,8 +185,8 @@ def fit_selection(ws: Workspace, split: str) -> None:
     data = json.loads((SQUAD / "dev-v2.0-reconstructed.json").read_text())
     build_kb(ws, data)
     answerable, impossible = questions(data, split, None)
-    kb = ws.get_kb(KB)
-    filters = ws.filters_for([kb])
+    kb = ws.get_kb(KB, caller=Caller.operator())
+    filters = search_filters(Caller.operator(), [kb])
     reader_only = ws.answers.extractive
     xs, ys = [], []
     for label, items in (("answerable", answerable), ("impossible", impossible)):
