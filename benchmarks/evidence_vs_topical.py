@@ -26,10 +26,8 @@ Domains (every one held out of the reader's training):
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import random
-import re
 import sys
 import time
 from pathlib import Path
@@ -39,67 +37,22 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rag_core.grounding.verify import Verifier, answers_question, confidence  # noqa: E402
 from rag_core.reader import get_reader  # noqa: E402
-from rag_core.text.analysis import analyze  # noqa: E402
 from rag_core.text.sentences import split_sentences  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training" / "reader"))
+import domain_pairs  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 
 
-def overlap(q: str, s: str) -> float:
-    qt = set(analyze(q))
-    return len(qt & set(analyze(s))) / (len(qt) or 1)
-
-
-def topical_for(question: str, sentences: list[str], is_evidence) -> str | None:
-    others = [s for s in sentences if not is_evidence(s) and len(s.split()) >= 5]
-    if not others:
-        return None
-    best = max(others, key=lambda s: overlap(question, s))
-    return best if overlap(question, best) > 0 else None
-
-
 def wikipedia(n: int, rng: random.Random) -> list[dict]:
-    data = json.loads((DATA / "squad-dev" / "dev-v2.0-reconstructed.json").read_text())["data"]
-    out = []
-    for art in data[20:35]:  # the test articles (SPLIT.md)
-        for p in art["paragraphs"]:
-            sents = split_sentences(p["context"])
-            for qa in p["qas"]:
-                if qa.get("is_impossible") or not qa["answers"]:
-                    continue
-                golds = [a["text"] for a in qa["answers"]]
-                ev = [s for s in sents if any(g in s for g in golds)]
-                if not ev:
-                    continue
-                top = topical_for(qa["question"], sents, lambda s: any(g in s for g in golds))
-                if top:
-                    out.append({"q": qa["question"], "evidence": ev[0], "topical": top, "passage": p["context"]})
-    return rng.sample(out, min(n, len(out)))
+    pairs = domain_pairs.squad(range(20, 35))  # the test articles (SPLIT.md)
+    return rng.sample(pairs, min(n, len(pairs)))
 
 
 def science(n: int, rng: random.Random) -> list[dict]:
-    corpus = {}
-    for line in (DATA / "beir-scifact" / "corpus.jsonl").open():
-        d = json.loads(line)
-        corpus[str(d["_id"])] = d
-    out = []
-    path = DATA / "beir-scifact" / "scifact-original-claims" / "claims_validation.csv"
-    for r in csv.DictReader(path.open()):
-        if r["evidence_label"] != "SUPPORT" or r["evidence_doc_id"] not in corpus:
-            continue
-        doc = corpus[r["evidence_doc_id"]]
-        sents = split_sentences(doc["text"])
-        idx = [int(x) for x in re.findall(r"\d+", r["evidence_sentences"])]
-        ev = [sents[i] for i in idx if i < len(sents)]
-        if not ev:
-            continue
-        claim = r["claim"].strip().rstrip(".")
-        q = f"Is it true that {claim[0].lower() + claim[1:]}?"
-        top = topical_for(q, sents, lambda s: s in ev)
-        if top:
-            out.append({"q": q, "evidence": ev[0], "topical": top, "passage": doc["text"]})
-    return rng.sample(out, min(n, len(out)))
+    pairs = domain_pairs.scifact("claims_validation.csv")  # training reads claims_train.csv only
+    return rng.sample(pairs, min(n, len(pairs)))
 
 
 def manuals(pdfs: Path, n: int, rng: random.Random) -> list[dict]:
@@ -122,7 +75,7 @@ def manuals(pdfs: Path, n: int, rng: random.Random) -> list[dict]:
         sents = split_sentences(text)
         hit = lambda s: any(e.lower() in s.lower() for e in q["expect"])  # noqa: E731
         ev = [s for s in sents if hit(s)]
-        top = topical_for(q["question"], sents, hit)
+        top = domain_pairs.topical_for(q["question"], sents, hit)
         if ev and top:
             out.append({"q": q["question"], "evidence": ev[0], "topical": top, "passage": text})
     return rng.sample(out, min(n, len(out)))

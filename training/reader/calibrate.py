@@ -46,10 +46,42 @@ def auc(pos, neg) -> float:
     return float((pos[:, None] > neg[None, :]).mean() + 0.5 * (pos[:, None] == neg[None, :]).mean())
 
 
+def domain_rows(docs_file: str | None, per_domain: int = 400, seed: int = 0) -> list[dict]:
+    """`answers` pairs for calibration from several domains, train side only, the same number
+    from each (so no one domain sets the scale): SQuAD v2.0 dev articles 17–19 (held out of the
+    reader's training), SciFact *train* claims (the answers task never saw them), and held-out
+    documentation pairs when given. Each question gives its evidence sentence (1) and its most
+    word-sharing non-answer (0), read with and without the passage title as the app and
+    `verify` read them."""
+    import random
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import domain_pairs
+    from make_data import assert_not_evaluation
+
+    domains = {"squad-calib": domain_pairs.squad(range(17, 20)), "scifact-train": domain_pairs.scifact("claims_train.csv")}
+    if docs_file:
+        assert_not_evaluation(docs_file)
+        domains["docs-heldout"] = domain_pairs.docs(Path(docs_file))
+    rng = random.Random(seed)
+    n = min(per_domain, *(len(v) for v in domains.values()))
+    rows = []
+    for kind, pairs in domains.items():
+        for it in rng.sample(pairs, n):
+            for title in (it["title"], ""):
+                rows.append({"task": "answers", "a": it["q"], "b": f"{title} | {it['evidence']}", "label": 1, "kind": kind})
+                rows.append({"task": "answers", "a": it["q"], "b": f"{title} | {it['topical']}", "label": 0, "kind": kind})
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pairs", required=True)
     ap.add_argument("--train-report", default=None, help="training run folder (its log is summarised in the card)")
+    ap.add_argument("--domains", action="store_true",
+                    help="fit `answers` on evidence-vs-topical pairs of several domains (train side) instead of "
+                         "calib.jsonl's SQuAD-only pairs")
+    ap.add_argument("--docs", default=None, help="held-out documentation pairs from mine_docs.py (adds that domain)")
     args = ap.parse_args()
     rows = [json.loads(x) for x in (Path(args.pairs) / "calib.jsonl").open()]
     sha = file_sha256(MODEL_FILE)
@@ -62,6 +94,9 @@ def main() -> None:
               "load_s": round(load_s, 3), "calibration": {}, "calib_auc": {}}
     for task in ("answers", "supports"):
         sel = [r for r in rows if r["task"] == task]
+        if task == "answers" and args.domains:
+            sel = domain_rows(args.docs)
+            report["calibration_domains"] = sorted({r["kind"] for r in sel})
         t = time.perf_counter()
         lg = reader.logits(task, [r["a"] for r in sel], [r["b"] for r in sel])
         secs = time.perf_counter() - t
