@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from rag_core.access import Caller
 from rag_core.config import get_settings
 from rag_core.workspace import Workspace
 
@@ -35,9 +36,9 @@ def wait(cond, timeout=120.0, every=0.05):
 
 def test_upload_job_runs_in_the_background(tmp_path):
     ws = Workspace(get_settings(tmp_path / "data"))
-    ws.create_kb("Notes")
+    ws.create_kb("Notes", caller=Caller.operator())
     job_id = ws.submit_upload("Notes", [("bees.md", b"# Bees\n\nA hive holds about 50,000 bees in summer.\n"),
-                                        ("empty.txt", b""), ("bees-copy.md", b"# Bees\n\nA hive holds about 50,000 bees in summer.\n")])
+                                        ("empty.txt", b""), ("bees-copy.md", b"# Bees\n\nA hive holds about 50,000 bees in summer.\n")], caller=Caller.operator())
     assert wait(lambda: not ws.jobs.get(job_id).active)
     job = ws.jobs.get(job_id)
     assert job.status == "done", job.error
@@ -46,21 +47,21 @@ def test_upload_job_runs_in_the_background(tmp_path):
     assert "empty" in job.reports[1]["reason"]
     assert job.summary().startswith("Done: 1 ingested, 1 duplicate, 1 failed")
     assert not (tmp_path / "data" / "uploads" / job_id).exists()  # the job's copies are cleaned up
-    docs = ws.appdb.list_documents(ws.get_kb("Notes").kb_id, status="indexed")
+    docs = ws.appdb.list_documents(ws.get_kb("Notes", caller=Caller.operator()).kb_id, status="indexed")
     assert [d.source for d in docs] == ["bees.md"]
-    assert "50,000" in ws.ask(["Notes"], "How many bees are in a hive?").text
+    assert "50,000" in ws.ask(["Notes"], "How many bees are in a hive?", caller=Caller.operator()).text
     ws.close()
 
 
 def test_cancel_keeps_indexed_documents_and_removes_the_rest(tmp_path):
     ws = Workspace(get_settings(tmp_path / "data"))
-    ws.create_kb("Big")
-    kb_id = ws.get_kb("Big").kb_id
-    job_id = ws.submit_upload("Big", [("big.jsonl", records(3000))])
+    ws.create_kb("Big", caller=Caller.operator())
+    kb_id = ws.get_kb("Big", caller=Caller.operator()).kb_id
+    job_id = ws.submit_upload("Big", [("big.jsonl", records(3000))], caller=Caller.operator())
     # searchable by keyword while the vectors are still being computed
     assert wait(lambda: ws.jobs.get(job_id).progress.get("chunks_done", 0) > 0)
-    assert ws.search(["Big"], "widget number 2999", k=1, mode="keyword").results[0].chunk.doc_id == "r2999"
-    share = ws.indexing_progress(["Big"])
+    assert ws.search(["Big"], "widget number 2999", k=1, mode="keyword", caller=Caller.operator()).results[0].chunk.doc_id == "r2999"
+    share = ws.indexing_progress(["Big"], caller=Caller.operator())
     assert share is not None and 0 < share < 1
     ws.jobs.cancel(job_id)
     assert wait(lambda: not ws.jobs.get(job_id).active)
@@ -73,7 +74,7 @@ def test_cancel_keeps_indexed_documents_and_removes_the_rest(tmp_path):
     assert len(ids) == sum(d.chunks for d in left)
     assert (abs(ws.store.vectors_for(ids)).sum(axis=1) > 0).all()
     assert ws.store.count(kb_id) == len(ids)
-    assert ws.indexing_progress(["Big"]) is None
+    assert ws.indexing_progress(["Big"], caller=Caller.operator()) is None
     ws.close()
 
 
@@ -90,8 +91,8 @@ ws.job_runner.run(job)
 def test_a_killed_worker_is_resumed_without_loss_or_duplicates(tmp_path):
     data = tmp_path / "data"
     ws = Workspace(get_settings(data))
-    ws.create_kb("Big")
-    kb_id = ws.get_kb("Big").kb_id
+    ws.create_kb("Big", caller=Caller.operator())
+    kb_id = ws.get_kb("Big", caller=Caller.operator()).kb_id
     job_id = ws.jobs.submit(kb_id, [("a.jsonl", records(400)), ("b.jsonl", records(400, start=400)),
                                     ("notes.md", b"# Tapirs\n\nThe tapir uses its snout to grab leaves.\n")])
     proc = subprocess.Popen([sys.executable, "-c", WORKER, str(data)], cwd=REPO,
@@ -112,7 +113,7 @@ def test_a_killed_worker_is_resumed_without_loss_or_duplicates(tmp_path):
     docs = ws.appdb.list_documents(kb_id, status=None)
     assert len(docs) == 801 and all(d.status == "indexed" for d in docs)
     assert ws.store.count(kb_id) == sum(d.chunks for d in docs)  # no duplicate chunks
-    assert ws.search(["Big"], "tapir snout", k=1).results[0].chunk.source == "notes.md"
+    assert ws.search(["Big"], "tapir snout", k=1, caller=Caller.operator()).results[0].chunk.source == "notes.md"
     ws.close()
 
 
@@ -134,23 +135,49 @@ def encrypted_pdf(password: str) -> bytes:
 
 def test_an_encrypted_pdf_waits_for_its_password_which_is_never_stored(tmp_path):
     ws = Workspace(get_settings(tmp_path / "data"))
-    ws.create_kb("Locked")
-    job_id = ws.submit_upload("Locked", [("vault.pdf", encrypted_pdf("s3cret-pw")), ("note.md", b"# Note\n\nplain\n")])
+    ws.create_kb("Locked", caller=Caller.operator())
+    job_id = ws.submit_upload("Locked", [("vault.pdf", encrypted_pdf("s3cret-pw")), ("note.md", b"# Note\n\nplain\n")], caller=Caller.operator())
     assert wait(lambda: not ws.jobs.get(job_id).active)
     job = ws.jobs.get(job_id)
     assert ws.jobs.locked(job) == ["vault.pdf"]
     assert any(p.name.endswith(".pdf") for p in (tmp_path / "data" / "uploads" / job_id).iterdir())  # kept for the retry
 
-    wrong = ws.retry_with_password(job_id, "vault.pdf", "guess")
+    wrong = ws.retry_with_password(job_id, "vault.pdf", "guess", caller=Caller.operator())
     assert wait(lambda: not ws.jobs.get(wrong).active)
     assert ws.jobs.get(wrong).reports[0]["reason"] == "encrypted PDF: the password is wrong"
-    right = ws.retry_with_password(wrong, "vault.pdf", "s3cret-pw")
+    right = ws.retry_with_password(wrong, "vault.pdf", "s3cret-pw", caller=Caller.operator())
     assert wait(lambda: not ws.jobs.get(right).active)
     assert ws.jobs.get(right).reports[0]["status"] == "ingested"
-    assert "night porter" in ws.ask(["Locked"], "Who keeps the vault combination?").text
+    assert "night porter" in ws.ask(["Locked"], "Who keeps the vault combination?", caller=Caller.operator()).text
     # the password is in no file under the data folder (database included)
     for f in (tmp_path / "data").rglob("*"):
         if f.is_file():
             assert b"s3cret-pw" not in f.read_bytes(), f
     assert not (tmp_path / "data" / "uploads" / job_id).exists() and not (tmp_path / "data" / "uploads" / right).exists()
+    ws.close()
+
+
+def test_closing_the_workspace_stops_a_running_job_and_the_next_start_resumes_it(tmp_path):
+    """Workspace.close used to leave a job running on the closed workspace after its 10 s join
+    (and the Ingestor's loader process behind): now the job stops at its next embedding group,
+    goes back to the queue with no holder, and the next start finishes it."""
+    ws = Workspace(get_settings(tmp_path / "data"))
+    ws.create_kb("Big", caller=Caller.operator())
+    job_id = ws.submit_upload("Big", [("big.jsonl", records(3000))], caller=Caller.operator())
+    assert wait(lambda: ws.jobs.get(job_id).progress.get("chunks_done", 0) > 0)
+    runner = ws.job_runner
+    ws.close()
+    assert not runner._thread.is_alive()
+    import sqlite3
+
+    c = sqlite3.connect(tmp_path / "data" / "groundwork.db")
+    status, holder = c.execute("SELECT status, lease_owner FROM ingest_jobs WHERE job_id=?", (job_id,)).fetchone()
+    c.close()
+    assert status == "queued" and holder is None
+    ws = Workspace(get_settings(tmp_path / "data"))
+    ws.start_worker()
+    assert wait(lambda: not ws.jobs.get(job_id).active, timeout=600)
+    assert ws.jobs.get(job_id).status == "done"
+    kb_id = ws.get_kb("Big", caller=Caller.operator()).kb_id
+    assert len(ws.appdb.list_documents(kb_id, status="indexed")) == 3000
     ws.close()
