@@ -54,9 +54,26 @@ def answer_segments(answer: Answer) -> list[tuple[str, str]]:
         body = re.sub(r"\s*\[\d{1,3}\]", "", sent).strip()
         m = re.match(r"(.*?)([.!?…]*)$", body, re.S)
         text, punct = (m.group(1), m.group(2)) if m else (body, "")
-        md = escape_md(text) + (" " + marker_text(nums) if nums else "") + escape_md(punct)
+        md = _md_with_code(text) + (" " + marker_text(nums) if nums else "") + escape_md(punct)
         out.append((md, labels.get(plain(sent), "")))
     return out
+
+
+def _md_with_code(text: str) -> str:
+    """Escaped prose, with the parts between ``` fences (a command an extractive answer took
+    from a code block) as inline code: literal in Markdown, so nothing in it is interpreted."""
+    parts = text.split("```")
+    if len(parts) < 3:
+        return escape_md(text)
+    out = []
+    for i, part in enumerate(parts):
+        if i % 2 == 1 and i < len(parts) - 1 and part.strip():
+            code = " ".join(part.split())
+            fence = "`" * (max((len(m) for m in re.findall(r"`+", code)), default=0) + 1)
+            out.append(f"{fence} {code} {fence}")
+        elif part.strip():
+            out.append(escape_md(part))
+    return " ".join(out)
 
 
 LABEL_COLOR = {"supported": "", "partial": "orange", "unsupported": "red"}

@@ -451,7 +451,7 @@ class AnswerEngine:
             return (f"{what}, passage by passage: " + " ".join(
                 f"{_lookup_text(s)} [{i}]" for i, s in enumerate(srcs, 1)), {})
         reading = ctx.reading or self.extractive.read(ctx.turn.standalone, ctx.sources)
-        ex = self.extractive.compose(reading)
+        ex = self.extractive.compose(reading, ctx.sources)
         return ex.text, ex.snippets
 
     def _checked(self, draft: str, sources: list[ScoredChunk], question: str, config):

@@ -123,7 +123,11 @@ class ExtractiveAnswerer:
         z = x @ np.array([self.weights[f] for f in SELECTION_FEATURES])
         return Evidence(cands, 1.0 / (1.0 + np.exp(-z)), x)
 
-    def compose(self, ev: Evidence) -> Extract:
+    def compose(self, ev: Evidence, sources: list[ScoredChunk] | None = None) -> Extract:
+        """The answer: the best sentences with their markers. With `sources`, the lead
+        sentence grows into the contiguous span that answers a procedural question — the
+        sentence that introduces a command or steps ("To read a CSV file, use:") with the code
+        block or list that follows it, or a code block or list with the sentence introducing it."""
         if not ev.cands:
             return Extract("", 0.0, [], {})
         order = list(np.argsort(-ev.probs, kind="stable"))
@@ -140,9 +144,11 @@ class ExtractiveAnswerer:
         for i in chosen:
             first_pos.setdefault(ev.cands[i][0], len(first_pos))
         chosen.sort(key=lambda i: (first_pos[ev.cands[i][0]], ev.cands[i][1]))
+        spans = {best: procedural_span(sources[ev.cands[best][0]].chunk.text, ev.cands[best][1])} if sources else {}
         parts, snippets = [], {}
         for i in chosen:
             si, _, s = ev.cands[i]
+            s = spans.get(i) or s
             n = si + 1
             m = re.match(r"(.*?)([.!?…]+[\"'”’)]*)$", s)
             parts.append(f"{m.group(1)} [{n}]{m.group(2)}" if m else f"{s} [{n}]")
@@ -150,7 +156,52 @@ class ExtractiveAnswerer:
         return Extract(" ".join(parts), float(ev.probs[best]), sorted(snippets), snippets)
 
     def extract(self, question: str, sources: list[ScoredChunk]) -> Extract:
-        return self.compose(self.read(question, sources))
+        return self.compose(self.read(question, sources), sources)
+
+
+_ITEM = re.compile(r"^(?:[-*•]|\d{1,2}[.)])\s+")
+MAX_SPAN_CHARS = 700
+MAX_SPAN_ITEMS = 6
+
+
+def _is_code(seg: str) -> bool:
+    return seg.startswith("```")
+
+
+def _flat(seg: str) -> str:
+    """A segment on one line, fences kept: the answer stays verbatim (the verifier and the
+    citation check read it against the passage), and rendering shows the fenced part as code."""
+    return " ".join(seg.split())
+
+
+def procedural_span(text: str, k: int) -> str | None:
+    """The lead sentence `k` of a passage extended to what completes it, or None when it
+    stands alone: an introducing sentence (ending with ':') takes the code block or the list
+    items after it; a code block or list item takes the sentence introducing it (and a list
+    the rest of its items). Whole segments only, up to MAX_SPAN_CHARS."""
+    segs = split_sentences(text)
+    if not 0 <= k < len(segs):
+        return None
+    start = end = k
+    intro = lambda i: 0 <= i < len(segs) and segs[i].rstrip().endswith(":") and not _is_code(segs[i])  # noqa: E731
+    if (_is_code(segs[k]) or _ITEM.match(segs[k])) and intro(k - 1):
+        start = k - 1
+    if intro(end) or start < k:
+        nxt = end + 1
+        if nxt < len(segs) and _is_code(segs[nxt]) and end == start:
+            end = nxt
+        if end < len(segs) and _is_code(segs[end]):
+            while end + 1 < len(segs) and segs[end + 1].strip() == "```":  # the closing fence
+                end += 1
+        else:
+            while (end + 1 < len(segs) and _ITEM.match(segs[end + 1]) and end - start < MAX_SPAN_ITEMS):
+                end += 1
+    if start == end == k:
+        return None
+    span = " ".join(x for x in (_flat(segs[i]) for i in range(start, end + 1)) if x)
+    if len(span) > MAX_SPAN_CHARS:
+        return None
+    return span if re.search(r"[.!?…][\"'”’)]*$", span) else span + "."
 
 
 def _jaccard(a: set[str], b: set[str]) -> float:

@@ -1,0 +1,71 @@
+"""Procedural answers (issue 25): a how-to question gets the command with the sentence that
+explains it — the contiguous span, code kept verbatim — not one sentence cut from it."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_core.access import Caller
+from rag_core.config import get_settings
+from rag_core.generation.extractive import procedural_span
+from rag_core.render import answer_markdown
+from rag_core.workspace import Workspace
+
+OP = Caller.operator()
+MANUAL = """# Reading data
+
+To read a comma-separated file into a data frame, use:
+
+```
+df <- read.csv("data.csv", header = TRUE)
+summary(df)
+```
+
+The first line of the file holds the column names. Missing values become NA.
+
+# Leaving the program
+
+To leave the program and keep your workspace:
+
+- save the workspace with save.image()
+- type q() at the prompt
+
+Plotting is covered in the next chapter.
+"""
+
+
+def test_span_takes_the_code_block_after_its_introducing_sentence():
+    from rag_core.text.sentences import split_sentences
+
+    segs = split_sentences(MANUAL)
+    intro = next(i for i, s in enumerate(segs) if s.startswith("To read"))
+    span = procedural_span(MANUAL, intro)
+    assert span.startswith("To read a comma-separated file") and 'read.csv("data.csv", header = TRUE)' in span
+    assert "summary(df)" in span and "column names" not in span  # the block, not the paragraph after it
+    code = next(i for i, s in enumerate(segs) if s.startswith("```") and "read.csv" in s)
+    assert procedural_span(MANUAL, code) == span  # from the code block back to its introduction
+    steps = next(i for i, s in enumerate(segs) if s.startswith("To leave"))
+    assert "save.image()" in procedural_span(MANUAL, steps) and "q()" in procedural_span(MANUAL, steps)
+    plain = next(i for i, s in enumerate(segs) if s.startswith("The first line"))
+    assert procedural_span(MANUAL, plain) is None  # a sentence that stands alone stays alone
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("howto")
+    w = Workspace(get_settings(tmp / "data"))
+    w.create_kb("Manual", caller=OP)
+    (tmp / "manual.md").write_text(MANUAL)
+    w.ingest("Manual", [tmp / "manual.md"], caller=OP)
+    yield w
+    w.close()
+
+
+def test_a_how_to_question_gets_the_command_and_its_explanation(ws):
+    a = ws.ask(["Manual"], "How do I read a CSV file into a data frame?", caller=OP)
+    assert not a.abstained, a.reason
+    assert "read.csv" in a.text and "To read a comma-separated file" in a.text
+    assert a.claims and all(c.label == "supported" for c in a.claims)  # verbatim: backed by its source
+    assert a.citations and "read.csv" in a.citations[0].snippet
+    md = answer_markdown(a)
+    assert '` df <- read.csv("data.csv", header = TRUE) summary(df) `' in md  # shown as code, not escaped prose
