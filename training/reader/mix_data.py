@@ -66,8 +66,11 @@ def main() -> None:
     squad = rng.sample(squad, min(args.squad_n, len(squad)))
     docs_train, docs_held = [], []
     for r in read(args.docs):
+        # document level, as mine_docs.py applies it (an entry's text may mention "-R" options)
         assert_not_evaluation(r.get("kind", "").split("/")[0])
-        assert_not_evaluation(r["b"].partition(" | ")[0])
+        title, sep, _ = r["b"].partition(" | ")
+        if sep:
+            assert_not_evaluation(title)
         (docs_held if heldout(r["a"]) else docs_train).append(r)
     if args.docs_n:
         docs_train = rng.sample(docs_train, min(args.docs_n, len(docs_train)))
