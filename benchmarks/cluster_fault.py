@@ -3,13 +3,16 @@
     python benchmarks/cluster_fault.py [--docs 300] [--down-s 10]
 
 Starts a local 3-node cluster (rag_core/stores/weaviate_local.py), creates our collection
-with replication factor 3 (QUORUM reads and writes, asynchronous repair, DeleteOnConflict),
-then runs a bounded load from two processes through `WeaviateStore`, both talking to node 0
-first (WEAVIATE_URL lists all three):
+with replication factor 3 (writes at ALL, repeated at QUORUM when a copy cannot be reached;
+QUORUM object reads; asynchronous repair, DeleteOnConflict), then runs a bounded load from
+two processes through `WeaviateStore`, both talking to node 0 first (WEAVIATE_URL lists all
+three):
 - ingest: `--docs` documents of 4 chunks each, one `add_chunks` per document; every 4th
-  document is private (only user "ann" may see it); every 5th acknowledged document is
-  deleted again. Each acknowledgement and deletion is logged with its time.
-- query: hybrid searches as user "bob" (ACL enforced) until told to stop; errors, retries
+  document goes into the knowledge base "private" (only user "ann" may see it); every 5th
+  acknowledged document is deleted again. Each acknowledgement and deletion is logged with
+  its time.
+- query: hybrid searches as user "bob", with the filters the access policy builds for him
+  (rag_core/access.py: the knowledge bases he may see) until told to stop; errors, retries
   (the one failover retry the store allows) and any private or deleted document returned
   are logged.
 Two seconds in, node 0 is killed with SIGKILL; `--down-s` later it is restarted on its own
@@ -37,10 +40,13 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from rag_core.models import Chunk, SearchFilters  # noqa: E402
+from rag_core.access import Caller, search_filters  # noqa: E402
+from rag_core.models import Chunk, KnowledgeBase  # noqa: E402
 
 COLLECTION = "FaultTest"
 DIM = 32
+# "kb" is open to everyone, "private" to ann only (the access policy decides per knowledge base)
+KBS = [KnowledgeBase(kb_id="kb", name="kb"), KnowledgeBase(kb_id="private", name="private", acl_users=["ann"])]
 WORDS = ("river bridge castle harbour market garden tower station library museum forest valley mountain "
          "island village temple palace square church school").split()
 
@@ -52,13 +58,15 @@ def _store(urls: str, ports: str, collection: str = COLLECTION):
                          replication_factor=3, consistency="QUORUM")
 
 
+def _kb(i: int) -> str:
+    return "private" if i % 4 == 0 else "kb"
+
+
 def _doc(i: int) -> tuple[list[Chunk], np.ndarray]:
     rng = np.random.default_rng(i)
-    private = i % 4 == 0
-    chunks = [Chunk(chunk_id=f"d{i}#{j}", doc_id=f"d{i}", kb_id="kb", source=f"doc{i}.txt", ordinal=j,
+    chunks = [Chunk(chunk_id=f"d{i}#{j}", doc_id=f"d{i}", kb_id=_kb(i), source=f"doc{i}.txt", ordinal=j,
                     text=f"Document {i} part {j}: the {WORDS[(i + j) % len(WORDS)]} near the "
-                         f"{WORDS[(i * 7 + j) % len(WORDS)]} is described here.",
-                    acl_users=["ann"] if private else []) for j in range(4)]
+                         f"{WORDS[(i * 7 + j) % len(WORDS)]} is described here.") for j in range(4)]
     v = rng.normal(size=(4, DIM)).astype(np.float32)
     return chunks, v / np.linalg.norm(v, axis=1, keepdims=True)
 
@@ -77,19 +85,20 @@ def role_ingest(args) -> None:
             continue
         if i % 5 == 0:
             try:
-                store.delete_document("kb", f"d{i}")
+                store.delete_document(_kb(i), f"d{i}")
                 log.write(json.dumps({"ev": "deleted", "doc": f"d{i}", "t": time.time()}) + "\n")
             except Exception as exc:  # noqa: BLE001
                 log.write(json.dumps({"ev": "delete_error", "doc": f"d{i}", "error": str(exc)[:200]}) + "\n")
         time.sleep(args.pause)
-    log.write(json.dumps({"ev": "ingest_done", "retries": store.retries, "t": time.time()}) + "\n")
+    log.write(json.dumps({"ev": "ingest_done", "retries": store.retries, "degraded_writes": store.degraded_writes,
+                          "t": time.time()}) + "\n")
     store.close()
 
 
 def role_query(args) -> None:
     store = _store(args.urls, args.ports)
     log = open(args.log, "a", buffering=1)
-    bob = SearchFilters(kb_ids=["kb"], user="bob", enforce_acl=True)
+    bob = search_filters(Caller(user="bob", groups=frozenset(), tenant=None, admin=False), KBS)
     rng = np.random.default_rng(7)
     n = errors = 0
     while not Path(args.stop).exists():
@@ -99,7 +108,7 @@ def role_query(args) -> None:
         try:
             res = store.hybrid_search(q, v / np.linalg.norm(v), 10, bob)
             docs = sorted({r.chunk.doc_id for r in res})
-            private = [r.chunk.doc_id for r in res if r.chunk.acl_users]
+            private = [r.chunk.doc_id for r in res if r.chunk.kb_id == "private"]
             log.write(json.dumps({"ev": "q", "t": t, "ms": round((time.time() - t) * 1000, 1), "docs": docs,
                                   "private": private}) + "\n")
         except Exception as exc:  # noqa: BLE001
@@ -184,7 +193,7 @@ def run_fault(cluster, workdir: Path, docs: int = 300, down_s: float = 10.0, pau
     check = _store(urls, ports)
     missing, resurrected = [], []
     for doc in acked:
-        n = len(check.document_chunks("kb", doc))
+        n = len(check.document_chunks(_kb(int(doc[1:])), doc))
         if doc in deleted and n:
             resurrected.append(doc)
         elif doc not in deleted and n != 4:
@@ -199,13 +208,14 @@ def run_fault(cluster, workdir: Path, docs: int = 300, down_s: float = 10.0, pau
     idone = next((e for e in ievents if e["ev"] == "ingest_done"), {})
     return {
         "replication_factor": rep.factor, "async_replication": rep.async_enabled,
-        "deletion_strategy": rep.deletion_strategy.value, "consistency": "QUORUM",
+        "deletion_strategy": rep.deletion_strategy.value, "write_consistency": "ALL (QUORUM when a copy is unreachable)",
+        "read_consistency": "QUORUM",
         "ingest_exit": ingest_exit, "query_exit": query_exit, "docs": docs, "node_down_s": round(back_at - killed_at, 1), "load_s": round(load_end - t0, 1),
         "writes_acknowledged": len(acked),
         "writes_acknowledged_while_node_down": sum(killed_at <= e["t"] <= back_at for e in acked.values()),
         "write_errors": sum(e["ev"] == "write_error" for e in ievents),
         "deletes": len(deleted), "delete_errors": sum(e["ev"] == "delete_error" for e in ievents),
-        "ingest_retries": idone.get("retries"),
+        "ingest_retries": idone.get("retries"), "writes_degraded_to_quorum": idone.get("degraded_writes"),
         "queries": qdone["queries"], "queries_while_node_down": len(during),
         "query_ms_p50_before_fault": _pct([e["ms"] for e in queries if e["t"] < killed_at], 50),
         "query_ms_max_while_node_down": max((e["ms"] for e in during), default=None),

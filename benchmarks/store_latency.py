@@ -24,8 +24,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from rag_core.access import Caller, search_filters  # noqa: E402
 from rag_core.db import Database  # noqa: E402
-from rag_core.models import Chunk, SearchFilters  # noqa: E402
+from rag_core.models import Chunk, KnowledgeBase, SearchFilters  # noqa: E402
 from rag_core.text.analysis import analyze  # noqa: E402
 from rag_core.stores.embedded import EmbeddedStore  # noqa: E402
 
@@ -103,7 +104,10 @@ def bench(n: int, engines: bool, keep: Path | None) -> dict:
     qvecs /= np.linalg.norm(qvecs, axis=1, keepdims=True)
     everything = SearchFilters()
     one_kb = SearchFilters(kb_ids=["kb-a"])
-    acl = SearchFilters(kb_ids=["kb-a", "kb-b"], user="ann", groups=["staff"], enforce_acl=True)
+    # what the access policy hands the store for a caller: the knowledge bases they may see
+    kbs = [KnowledgeBase(kb_id="kb-a", name="a"), KnowledgeBase(kb_id="kb-b", name="b", acl_groups=["staff"]),
+           KnowledgeBase(kb_id="kb-c", name="c", acl_users=["bob"])]
+    access = search_filters(Caller(user="ann", groups=frozenset({"staff"}), tenant=None, admin=False), kbs)
     store.keyword_search(qs[0], 10, everything)  # warm the page cache once
     res = {"chunks": n, "build_s": round(build_s, 1), "disk_mb": round(size_mb, 1)}
     res["keyword_p50_ms"], res["keyword_p95_ms"] = timed(lambda q: store.keyword_search(q, 10, everything), qs)
@@ -111,8 +115,8 @@ def bench(n: int, engines: bool, keep: Path | None) -> dict:
     it = iter(range(10**9))
     res["vector_p50_ms"], res["vector_p95_ms"] = timed(lambda q: store.vector_search(qvecs[next(it) % len(qvecs)], 10, everything), qs)
     it = iter(range(10**9))
-    res["vector_acl_filter_p50_ms"], res["vector_acl_filter_p95_ms"] = timed(
-        lambda q: store.vector_search(qvecs[next(it) % len(qvecs)], 10, acl), qs
+    res["vector_access_filter_p50_ms"], res["vector_access_filter_p95_ms"] = timed(
+        lambda q: store.vector_search(qvecs[next(it) % len(qvecs)], 10, access), qs
     )
     # incremental update: add one 100-chunk document, delete it again
     chunks = [Chunk(chunk_id=f"kb-a/new#{i}", doc_id="new", kb_id="kb-a", text=texts[i], ordinal=i) for i in range(100)]

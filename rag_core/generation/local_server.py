@@ -19,6 +19,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -41,9 +42,16 @@ class LocalServerError(GroundworkError):
 
 
 def free_port() -> int:
+    """A port that was free a moment ago. Nothing holds it afterwards, so another process may
+    take it before whoever it is handed to binds it: use it only where that does not matter
+    (a port for nothing to listen on). The local server binds port 0 itself instead."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# the line the child prints once its HTTP server is bound (see _serve)
+_LISTENING = re.compile(r"^listening on (http://[^\s/]+)\s*$", re.MULTILINE)
 
 
 def _get_json(url: str, timeout: float = 2.0):
@@ -88,9 +96,10 @@ def start_server(gguf: str | Path, *, threads: int = 2, ctx: int = 4096, n_predi
         raise MissingDependency("RAG_LLM_GGUF needs llama.cpp's server: pip install xllamacpp")
     if not gguf.is_file():
         raise LocalServerError(f"RAG_LLM_GGUF: no model file at {gguf}")
-    port = free_port()
     log = Path(tempfile.mkstemp(prefix="gw-llm-server-", suffix=".log")[1])
-    cmd = [sys.executable, "-m", "rag_core.generation.local_server", "--model", str(gguf), "--port", str(port),
+    # port 0: llama.cpp's server binds a free port itself and the child prints which, so no
+    # port is chosen here and released for someone else to take before the server binds it
+    cmd = [sys.executable, "-m", "rag_core.generation.local_server", "--model", str(gguf), "--port", "0",
            "--threads", str(threads), "--ctx", str(ctx), "--n-predict", str(n_predict)]
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     root = str(Path(__file__).resolve().parents[2])
@@ -98,7 +107,7 @@ def start_server(gguf: str | Path, *, threads: int = 2, ctx: int = 4096, n_predi
     t0 = time.perf_counter()
     with open(log, "wb") as fh:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT, env=env)
-    srv = LocalServer(f"http://127.0.0.1:{port}", MODEL_ALIAS, gguf, proc, 0.0, log)
+    srv = LocalServer("", MODEL_ALIAS, gguf, proc, 0.0, log)  # base_url: once the child says where it listens
 
     def fail(why: str):
         tail = ""
@@ -111,8 +120,13 @@ def start_server(gguf: str | Path, *, threads: int = 2, ctx: int = 4096, n_predi
     while True:
         if proc.poll() is not None:
             fail(f"exited with code {proc.returncode} while starting")
+        if not srv.base_url:
+            with contextlib.suppress(OSError):
+                found = _LISTENING.search(log.read_text(errors="replace"))
+                if found:
+                    srv.base_url = found.group(1)
         try:
-            if _get_json(srv.base_url + "/health").get("status") == "ok":
+            if srv.base_url and _get_json(srv.base_url + "/health").get("status") == "ok":
                 break
         except (urllib.error.URLError, OSError, ValueError):
             pass
@@ -158,7 +172,7 @@ def _serve(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="Serve a GGUF model over llama.cpp's OpenAI-compatible HTTP API.")
     ap.add_argument("--model", required=True)
     ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int, default=8080)
+    ap.add_argument("--port", type=int, default=0, help="0: a free port, printed once bound")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--ctx", type=int, default=4096)
     ap.add_argument("--n-predict", type=int, default=-1)

@@ -6,7 +6,8 @@ sync incrementally: one row position per chunk, shared by
   arrays, built with one argsort) plus a small delta segment for rows added since; the
   delta is merged when it passes 10% of the main segment, so adds cost milliseconds and
   merges are amortised,
-- per-row filter codes (knowledge base, tenant, ACL signature) and a tombstone mask.
+- per-row filter codes (knowledge base, tenant; the ACL signature is kept but filters
+  nothing: access is per knowledge base) and a tombstone mask.
 
 Scores are computed with the live statistics (N, df, avgdl over rows not deleted), so
 BM25 after deletes equals BM25 of a fresh index. Query cost: Σ over query terms of their
@@ -19,7 +20,9 @@ import math
 
 import numpy as np
 
-K1 = 0.9  # Anserini's BEIR defaults (k1=0.9, b=0.4); measured in benchmarks/retrieval_quality.py
+# Anserini's BEIR defaults (k1=0.9, b=0.4), taken as they are (not tuned here); keyword-only
+# results with them: benchmarks/results/eval_beir.jsonl (`python -m rag_core eval beir --mode keyword`)
+K1 = 0.9
 B = 0.4
 
 

@@ -4,7 +4,13 @@
 `go install github.com/weaviate/weaviate/cmd/weaviate-server@v1.35.2` (found via
 $WEAVIATE_BIN or $(go env GOPATH)/bin) — nothing is downloaded at run time, unlike the
 client's own embedded mode. Started on 127.0.0.1 with anonymous access, no vectorizer
-modules, telemetry off, its data in the given folder (a temporary one for tests)."""
+modules, telemetry off, its data in the given folder (a temporary one for tests).
+
+Ports: weaviate-server needs six fixed ports per node (HTTP, gRPC, gossip, data, Raft, Raft
+RPC) that the other nodes must know in advance, so it cannot bind port 0 and report back.
+We pick a block that is free when checked; another process can still take one of its ports
+before the server binds it. The server then exits with "address already in use", and the
+start is repeated on a new block (`PORT_ATTEMPTS` in all)."""
 
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ from pathlib import Path
 from typing import Callable
 
 WEAVIATE_VERSION = "v1.35.2"
+PORT_ATTEMPTS = 5
 
 
 class WeaviateUnavailable(RuntimeError):
@@ -69,16 +76,21 @@ def start_weaviate(data_dir: Path | None = None, build: bool = False) -> Weaviat
         return WeaviateServer(os.environ["WEAVIATE_URL"], int(os.environ.get("WEAVIATE_GRPC_PORT", "50051")), lambda: None)
     binary = _binary(build, "neither WEAVIATE_URL nor Go to build weaviate-server")
     temporary = data_dir is None
-    data = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="gw-weaviate-"))
-    server = WeaviateCluster([_node("node1", _free_port_block(1), data)], binary, data, temporary)
-    try:
-        server.start_node(0, join=[])
-        server.wait_ready(60)
-    except Exception:
-        server.stop()
-        raise
-    node = server.nodes[0]
-    return WeaviateServer(node.url, node.grpc, server.stop)
+    for attempt in range(PORT_ATTEMPTS):
+        data = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="gw-weaviate-"))
+        server = WeaviateCluster([_node("node1", _free_port_block(1), data)], binary, data, temporary)
+        try:
+            server.start_node(0, join=[])
+            server.wait_ready(60)
+        except Exception:
+            clash = server.port_clash()
+            server.stop()  # a temporary folder goes with it; a kept one is reused (one node moves ports freely)
+            if clash and attempt + 1 < PORT_ATTEMPTS:
+                continue
+            raise
+        node = server.nodes[0]
+        return WeaviateServer(node.url, node.grpc, server.stop)
+    raise AssertionError("unreachable")
 
 
 # ---- a local cluster (tests, benchmarks) ------------------------------------------------------
@@ -93,6 +105,7 @@ class ClusterNode:
     rpc: int
     data: Path
     proc: subprocess.Popen | None = None
+    log_from: int = 0  # where this start's output begins in server.log (it is appended to)
 
     @property
     def url(self) -> str:
@@ -154,6 +167,7 @@ class WeaviateCluster:
         node.data.mkdir(parents=True, exist_ok=True)
         peers = [self.nodes[j] for j in join] if join is not None else [n for n in self.nodes if n is not node and n.alive]
         log = open(node.data / "server.log", "a")
+        node.log_from = log.tell()
         node.proc = subprocess.Popen(
             [str(self.binary), "--host", "127.0.0.1", "--port", str(node.http), "--scheme", "http"],
             env=self._env(node, peers), stdout=log, stderr=subprocess.STDOUT)
@@ -208,6 +222,20 @@ class WeaviateCluster:
         except OSError:
             return ""
 
+    def port_clash(self) -> bool:
+        """Whether a node of this start exited because one of its ports was taken."""
+        for n in self.nodes:
+            if n.proc is None or n.alive:
+                continue
+            try:
+                with open(n.data / "server.log", "rb") as fh:
+                    fh.seek(n.log_from)
+                    if b"address already in use" in fh.read():
+                        return True
+            except OSError:
+                pass
+        return False
+
     def kill(self, i: int) -> None:
         node = self.nodes[i]
         if node.alive:
@@ -233,7 +261,8 @@ class WeaviateCluster:
 
 
 def _free_port_block(size: int) -> int:
-    """A base port with ten consecutive ports per node, the six each node uses free."""
+    """A base port with ten consecutive ports per node, the six each node uses free when
+    checked (nothing holds them for us: a start that loses one is repeated)."""
     import random
 
     rng = random.Random()
@@ -255,17 +284,28 @@ def start_cluster(size: int = 3, root: Path | None = None, build: bool = False, 
     WEAVIATE_URL shortcut: a cluster is always ours)."""
     binary = _binary(build, "no weaviate-server binary")
     temporary = root is None
-    root = Path(root or tempfile.mkdtemp(prefix="gw-weaviate-cluster-"))
-    base = _free_port_block(size)
-    nodes = [_node(f"node{i}", base + 10 * i, root / f"node{i}") for i in range(size)]
-    cluster = WeaviateCluster(nodes, binary, root, temporary)
-    try:
-        cluster.start_node(0, join=[])
-        cluster.wait_listening(0)
-        for i in range(1, size):
-            cluster.start_node(i, join=[0])
-        cluster.wait_ready(timeout)
-    except Exception:
-        cluster.stop()
-        raise
-    return cluster
+    given = Path(root) if root is not None else None
+    # a cluster's nodes record each other's addresses: only a start on fresh folders may move
+    fresh = given is None or not any((given / f"node{i}").exists() for i in range(size))
+    for attempt in range(PORT_ATTEMPTS):
+        root = given or Path(tempfile.mkdtemp(prefix="gw-weaviate-cluster-"))
+        base = _free_port_block(size)
+        nodes = [_node(f"node{i}", base + 10 * i, root / f"node{i}") for i in range(size)]
+        cluster = WeaviateCluster(nodes, binary, root, temporary)
+        try:
+            cluster.start_node(0, join=[])
+            cluster.wait_listening(0)
+            for i in range(1, size):
+                cluster.start_node(i, join=[0])
+            cluster.wait_ready(timeout)
+        except Exception:
+            clash = cluster.port_clash()
+            cluster.stop()
+            if clash and fresh and attempt + 1 < PORT_ATTEMPTS:
+                if not temporary:
+                    for n in nodes:
+                        shutil.rmtree(n.data, ignore_errors=True)
+                continue
+            raise
+        return cluster
+    raise AssertionError("unreachable")

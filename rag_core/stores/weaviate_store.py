@@ -4,8 +4,10 @@ Weaviate server, using its native hybrid search.
 Design choices:
 - One collection, knowledge bases as a filterable `kb_id` property (not Weaviate
   multi-tenancy): a question may span several knowledge bases, and a multi-tenant query
-  reads one tenant at a time. ACL and tenant are filterable properties too, so every
-  filter is applied inside Weaviate's query.
+  reads one tenant at a time. Tenant and document are filterable properties too, so every
+  filter is applied inside Weaviate's query. Access is decided per knowledge base
+  (rag_core/access.py), which hands us the visible kb_ids; chunks still carry the users and
+  groups they were ingested with (shown with a source), but no search filters on them.
 - Vectors are self-provided (our embedder), so both stores rank on identical vectors.
 - BM25 runs over `content`, which holds our analysed terms (Snowball stems, stop words
   dropped) — the keyword side then tokenises exactly like the embedded store.
@@ -15,10 +17,18 @@ Design choices:
 - A cluster (README "Scaling out"): the collection is created with `replication_factor`
   copies of every shard, asynchronous replication (the background repair that lets a node
   that was down catch up) and DeleteOnConflict (a delete a down node missed wins over its
-  stale copy, so a deleted document never comes back). Reads and writes use QUORUM by
-  default: a write is acknowledged once a majority holds it and a read asks a majority, so
-  every object read sees every acknowledged write (R + W > N; a search reads one copy), and
-  one node of three may be lost without an error. One shard by default: BM25 statistics are
+  stale copy, so a deleted document never comes back). Writes (chunk adds, vector updates,
+  deletes) use consistency ALL: Weaviate searches, and fetches by filter, read ONE copy of
+  each shard (the node's own when it holds one; the consistency level given to a search only
+  re-checks the objects it found), so only a write that every copy holds is certain to be
+  found by the next search on any node (W + R > N with W = N, R = 1). Weaviate's ALL counts
+  the copies on the nodes it currently lists as cluster members. When a copy cannot be
+  reached (a node died and is not yet dropped from the member list: about 5 s here) the same
+  write is repeated at QUORUM and counted in `degraded_writes`; it then holds on every copy
+  that answered, and a node that missed writes serves searches that miss them until
+  asynchronous replication has repaired it. (A write in flight when a node dies can wait
+  until the node is back, or until the client's 90 s timeout, and then goes at QUORUM.)
+  Object reads use `consistency` (QUORUM by default). One shard by default: BM25 statistics are
   per shard in Weaviate, so several shards make keyword scores depend on placement. `url`
   may list several nodes ("http://a:8080,http://b:8080"): when the node we talk to stops
   answering, the call is retried once on the next node (the one retry the fault test allows).
@@ -27,6 +37,7 @@ Design choices:
 from __future__ import annotations
 
 import re
+import threading
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -48,21 +59,29 @@ def _import():
     try:
         import weaviate
         from weaviate.classes.config import Configure, DataType, Property, Tokenization
-        from weaviate.classes.query import Filter, HybridFusion, MetadataQuery
+        from weaviate.classes.query import Filter, HybridFusion, MetadataQuery, Sort
         from weaviate.util import generate_uuid5
     except ImportError as exc:  # pragma: no cover
         raise MissingDependency("the Weaviate store needs weaviate-client: pip install weaviate-client") from exc
-    return weaviate, Configure, DataType, Property, Tokenization, Filter, HybridFusion, MetadataQuery, generate_uuid5
+    return (weaviate, Configure, DataType, Property, Tokenization, Filter, HybridFusion, MetadataQuery, Sort,
+            generate_uuid5)
+
+
+# what Weaviate answers when a write cannot reach the copies its consistency level needs
+_LEVEL_NOT_REACHED = ("cannot reach enough replicas", "cannot achieve consistency level", "Deadline Exceeded")
 
 
 class WeaviateStore:
     name = "weaviate"
+    # Objects per request when reading many (a document's chunks, a list of ids). Weaviate
+    # caps one query at QUERY_MAXIMUM_RESULTS (10,000 by default), so reads page below that.
+    page_size = 2000
 
     def __init__(self, url: str, api_key: str | None = None, grpc_port: int | list[int] = 50051,
                  collection: str = COLLECTION, *, replication_factor: int = 1, shards: int | None = 1,
-                 consistency: str = "QUORUM", async_replication: bool = True):
+                 consistency: str = "QUORUM", write_consistency: str = "ALL", async_replication: bool = True):
         (self._wv, self._Configure, self._DataType, self._Property, self._Tok, self._Filter, self._Fusion,
-         self._Meta, self._uuid5) = _import()
+         self._Meta, self._Sort, self._uuid5) = _import()
         urls = [x.strip() for x in url.split(",") if x.strip()]
         ports = grpc_port if isinstance(grpc_port, list) else [grpc_port] * len(urls)
         if len(ports) != len(urls):
@@ -72,10 +91,13 @@ class WeaviateStore:
         self._auth = self._wv.classes.init.Auth.api_key(api_key) if api_key else None
         self.collection_name = collection
         self.replication_factor, self.shards, self.async_replication = replication_factor, shards, async_replication
-        self.consistency = consistency.upper()
+        self.consistency = consistency.upper()  # object reads
+        self.write_consistency = write_consistency.upper()
         self.retries = 0  # calls that succeeded only on the one retry (failover), for the fault test's report
+        self.degraded_writes = 0  # writes that could not reach every copy and were made at QUORUM
         self.probe_after_s = 2.0
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="weaviate-call")
+        self._swap = threading.Lock()  # choosing and replacing the client (failover) is one step
         self.client = self._connect(0)
         self._ensure_schema()
         self._bind()
@@ -101,8 +123,16 @@ class WeaviateStore:
         raise GroundworkError(f"cannot reach Weaviate at {urls}: {last}") from None
 
     def _bind(self) -> None:
-        level = getattr(self._wv.classes.config.ConsistencyLevel, self.consistency)
-        self.coll = self.client.collections.get(self.collection_name).with_consistency_level(level)
+        CL = self._wv.classes.config.ConsistencyLevel
+        base = self.client.collections.get(self.collection_name)
+        # assigned before `client`: a call that reads `coll`/`wcoll` sees the new client's
+        # handles once `client` itself is the new one
+        self.wcoll = base.with_consistency_level(getattr(CL, self.write_consistency))
+        # the level a write falls back to when ALL cannot be reached (none when reads ask for
+        # ALL too: who sets RAG_WEAVIATE_CONSISTENCY=ALL wants an error, not a weaker write)
+        self.wcoll_degraded = (base.with_consistency_level(CL.QUORUM)
+                               if self.write_consistency == "ALL" and self.consistency != "ALL" else None)
+        self.coll = base.with_consistency_level(getattr(CL, self.consistency))
 
     def _retry(self, call):
         """Run `call()`; when the node stops answering, reconnect (to the next node of a
@@ -114,6 +144,7 @@ class WeaviateStore:
         the node whether it is alive; if it is not, the call is run on the next node at once
         (every call here is a read or an idempotent upsert/delete by id, so running it again
         is safe) and the stuck one is left to fail on its own."""
+        used = self.client  # the client this attempt runs on: only its failure may replace it
         try:
             if len(self._nodes) == 1:
                 return call()
@@ -128,16 +159,41 @@ class WeaviateStore:
         except Exception as exc:  # noqa: BLE001
             if not _is_connection_error(exc):
                 raise
-        return self._failover_and(call)
+        return self._failover_and(call, used)
 
-    def _failover_and(self, call):
-        stuck = self.client
-        self.client = self._connect(self._node + 1 if len(self._nodes) > 1 else self._node)
-        self._bind()
-        self._pool.submit(_close_quietly, stuck)  # it may still be inside the library's back-off
+    def _failover_and(self, call, used):
+        """Replace the client `used` (which failed) with one on the next node, then run `call`
+        once more. Under a lock, and only if `used` is still the current client: when several
+        threads fail at once, the first replaces it and the others run on its replacement
+        (no second connection that would leak, no closing of a client another thread took)."""
+        with self._swap:
+            if self.client is used:
+                fresh = self._connect(self._node + 1 if len(self._nodes) > 1 else self._node)
+                old, self.client = self.client, fresh
+                self._bind()
+                self._pool.submit(_close_quietly, old)  # it may still be inside the library's back-off
         out = call()
-        self.retries += 1
+        with self._swap:
+            self.retries += 1
         return out
+
+    def _write(self, op):
+        """Run the write `op(collection)` at `write_consistency` (ALL); if Weaviate cannot
+        reach every copy, once more at QUORUM (counted in `degraded_writes`). Every write
+        here is an upsert or a delete by id/filter, so repeating it is safe."""
+        try:
+            res = self._retry(lambda: op(self.wcoll))
+            err = _write_error(res)
+        except Exception as exc:  # noqa: BLE001 - the client raises several types for this
+            res, err = None, exc
+        if err is None:
+            return res
+        if self.wcoll_degraded is None or not any(m in str(getattr(err, "message", err)) for m in _LEVEL_NOT_REACHED):
+            if res is None:
+                raise err
+            return res
+        self.degraded_writes += 1
+        return self._retry(lambda: op(self.wcoll_degraded))
 
     def _alive(self, i: int) -> bool:
         try:
@@ -211,13 +267,13 @@ class WeaviateStore:
             objs.append(DataObject(properties=props, vector=vec.tolist() if vec is not None else None,
                                    uuid=self._uuid5(ch.chunk_id)))
         try:
-            res = self._retry(lambda: self.coll.data.insert_many(objs))  # an upsert by uuid: safe to repeat
+            res = self._write(lambda coll: coll.data.insert_many(objs))  # an upsert by uuid: safe to repeat
             errors = res.errors
         except Exception as exc:  # noqa: BLE001
             errors = {0: exc}
         if errors:
             for key in {f"{c.kb_id}/{c.doc_id}" for c in chunks}:
-                self._retry(lambda: self.coll.data.delete_many(where=self._Filter.by_property("doc_key").equal(key)))
+                self._write(lambda coll: coll.data.delete_many(where=self._Filter.by_property("doc_key").equal(key)))
             first = next(iter(errors.values()))
             raise GroundworkError(f"Weaviate refused {len(errors)} of {len(objs)} chunks: {getattr(first, 'message', first)}")
 
@@ -228,26 +284,37 @@ class WeaviateStore:
         if not chunk_ids:
             return 0
         vectors = np.asarray(vectors, dtype=np.float32)
-        by_id = {o.properties["chunk_id"]: o for o in self._fetch(
-            self._Filter.by_property("chunk_id").contains_any(list(chunk_ids)), limit=len(chunk_ids))}
+        by_id = {o.properties["chunk_id"]: o for o in self._fetch_ids(list(chunk_ids))}
         DataObject = self._wv.classes.data.DataObject
         objs = [DataObject(properties=dict(by_id[cid].properties), vector=vec.tolist(), uuid=self._uuid5(cid))
                 for cid, vec in zip(chunk_ids, vectors) if cid in by_id]
-        if objs:
-            res = self._retry(lambda: self.coll.data.insert_many(objs))
+        for start in range(0, len(objs), self.page_size):
+            part = objs[start : start + self.page_size]
+            res = self._write(lambda coll: coll.data.insert_many(part))
             if res.errors:
                 first = next(iter(res.errors.values()))
                 raise GroundworkError(f"Weaviate refused {len(res.errors)} vectors: {getattr(first, 'message', first)}")
         return len(objs)
 
+    def _delete(self, where) -> int:
+        """Delete everything matching `where`. One batch delete removes at most
+        QUERY_MAXIMUM_RESULTS objects (10,000 by default), so it is repeated until nothing
+        matches."""
+        total = 0
+        while True:
+            res = self._write(lambda coll: coll.data.delete_many(where=where, verbose=True))
+            if res.failed:
+                first = next((o.error for o in res.objects or [] if o.error), "")
+                raise GroundworkError(f"Weaviate failed to delete {res.failed} of {res.matches} chunks: {first}")
+            total += int(res.successful)
+            if not res.matches or not res.successful:
+                return total
+
     def delete_document(self, kb_id: str, doc_id: str) -> int:
-        res = self._retry(lambda: self.coll.data.delete_many(
-            where=self._Filter.by_property("doc_key").equal(f"{kb_id}/{doc_id}")))
-        return int(res.successful)
+        return self._delete(self._Filter.by_property("doc_key").equal(f"{kb_id}/{doc_id}"))
 
     def delete_kb(self, kb_id: str) -> int:
-        res = self._retry(lambda: self.coll.data.delete_many(where=self._Filter.by_property("kb_id").equal(kb_id)))
-        return int(res.successful)
+        return self._delete(self._Filter.by_property("kb_id").equal(kb_id))
 
     # ---- filters ---------------------------------------------------------------------
     def _where(self, f: SearchFilters):
@@ -261,13 +328,6 @@ class WeaviateStore:
             parts.append(F.by_property("tenant").equal(f.tenant))
         if f.doc_ids is not None:
             parts.append(F.by_property("doc_id").contains_any(list(f.doc_ids) or ["\x00none"]))
-        if f.enforce_acl:
-            acl = F.by_property("acl_public").equal(True)
-            if f.user:
-                acl = acl | F.by_property("acl_users").contains_any([f.user])
-            if f.groups:
-                acl = acl | F.by_property("acl_groups").contains_any(list(f.groups))
-            parts.append(acl)
         if not parts:
             return None
         out = parts[0]
@@ -331,22 +391,59 @@ class WeaviateStore:
             out.append(ScoredChunk(self._chunk(o), fused, {"keyword": kw, "vector": cos, "fused": fused}))
         return out
 
-    def _fetch(self, where, include_vector: bool = False, limit: int = 10000):
+    def _query(self, where, limit: int, include_vector: bool = False, sort=None, offset: int | None = None):
         return self._retry(lambda: self.coll.query.fetch_objects(
-            filters=where, limit=limit, include_vector=include_vector)).objects
+            filters=where, limit=limit, offset=offset, sort=sort, include_vector=include_vector)).objects
+
+    def _fetch_ids(self, chunk_ids: list[str], include_vector: bool = False) -> list:
+        """The objects of these chunk ids, `page_size` ids per request (a chunk id is one
+        object, so a page of ids is at most a page of objects)."""
+        ids = list(dict.fromkeys(chunk_ids))
+        out = []
+        for start in range(0, len(ids), self.page_size):
+            part = ids[start : start + self.page_size]
+            out += self._query(self._Filter.by_property("chunk_id").contains_any(part), len(part), include_vector)
+        return out
+
+    def _fetch_all(self, where, include_vector: bool = False) -> list:
+        """Every object matching `where`, however many. Weaviate's cursor (`after`) cannot be
+        combined with a filter and offsets stop at QUERY_MAXIMUM_RESULTS, so this pages by
+        keyset on the integer `ordinal`: sorted by ordinal, then `ordinal > last` (integer
+        sort and filter agree; text sort does not follow the filters' byte order). Objects
+        that share the last ordinal of a full page (never within a chunker's document) are
+        read by offset within that one ordinal."""
+        F, P = self._Filter, self.page_size
+        by_ord = self._Sort.by_property("ordinal")
+        got: dict = {}
+        after = None
+        while True:
+            cond = where if after is None else where & F.by_property("ordinal").greater_than(after)
+            page = self._query(cond, P, include_vector, sort=by_ord)
+            got.update((o.uuid, o) for o in page)
+            if len(page) < P:
+                return list(got.values())
+            last = int(page[-1].properties.get("ordinal") or 0)
+            offset = 0
+            while True:  # the rest of `last`
+                tie = self._query(where & F.by_property("ordinal").equal(last), P, include_vector, offset=offset)
+                got.update((o.uuid, o) for o in tie)
+                if len(tie) < P:
+                    break
+                offset += P
+            after = last
 
     def get_chunks(self, chunk_ids: list[str]) -> list[Chunk]:
         if not chunk_ids:
             return []
-        by_id = {c.chunk_id: c for c in map(self._chunk, self._fetch(self._Filter.by_property("chunk_id").contains_any(chunk_ids)))}
+        by_id = {c.chunk_id: c for c in map(self._chunk, self._fetch_ids(chunk_ids))}
         return [by_id[c] for c in chunk_ids if c in by_id]
 
     def document_chunks(self, kb_id: str, doc_id: str) -> list[Chunk]:
-        objs = self._fetch(self._Filter.by_property("doc_key").equal(f"{kb_id}/{doc_id}"))
-        return sorted(map(self._chunk, objs), key=lambda c: c.ordinal)
+        objs = self._fetch_all(self._Filter.by_property("doc_key").equal(f"{kb_id}/{doc_id}"))
+        return sorted(map(self._chunk, objs), key=lambda c: (c.ordinal, c.chunk_id))
 
     def vectors_for(self, chunk_ids: list[str]) -> np.ndarray:
-        objs = self._fetch(self._Filter.by_property("chunk_id").contains_any(chunk_ids), include_vector=True) if chunk_ids else []
+        objs = self._fetch_ids(chunk_ids, include_vector=True) if chunk_ids else []
         vecs = {o.properties["chunk_id"]: (o.vector.get("default") if isinstance(o.vector, dict) else o.vector) for o in objs}
         dim = next((len(v) for v in vecs.values() if v), 0)
         out = np.zeros((len(chunk_ids), dim), dtype=np.float32)
@@ -370,7 +467,8 @@ class WeaviateStore:
         # every object carries its self-provided vector and its BM25 terms
         return {"store": self.name, "ok": bool(ready), "chunks": n, "vectors": n, "keyword_rows": n,
                 "version": self.client.get_meta().get("version"), "node": self._nodes[self._node][0],
-                "replication_factor": rep.factor, "consistency": self.consistency}
+                "replication_factor": rep.factor, "consistency": self.consistency,
+                "write_consistency": self.write_consistency, "degraded_writes": self.degraded_writes}
 
     def close(self) -> None:
         self.client.close()
@@ -385,6 +483,16 @@ def _is_connection_error(exc: Exception) -> bool:
                      "ConnectError", "ReadError", "RemoteProtocolError", "WeaviateStartUpError"}
             or "UNAVAILABLE" in text or "Connection refused" in text or "connection reset" in text.lower()
             or "Socket closed" in text or "failed to connect" in text.lower())
+
+
+def _write_error(res):
+    """The first error a batch write or delete reports, else None."""
+    errors = getattr(res, "errors", None)
+    if errors:
+        return next(iter(errors.values()))
+    if getattr(res, "failed", 0):
+        return next((o.error for o in getattr(res, "objects", None) or [] if o.error), f"{res.failed} failed")
+    return None
 
 
 def _close_quietly(client) -> None:

@@ -129,7 +129,10 @@ def test_delete_document_never_returned_again(store_factory):
     assert other.health()["ok"]
 
 
-def test_filters_by_kb_tenant_and_acl(store_factory):
+def test_filters_by_kb_tenant_and_doc(store_factory):
+    """The filters the access policy relies on (rag_core/access.py turns a caller into the
+    kb_ids it may see). Chunks' own user/group stamps filter nothing: they go stale when a
+    knowledge base's access is edited."""
     s = store_factory()
     s.add_chunks(make_chunks("a", "kb1", ["apple orchard report"]), np.stack([unit(0)]))
     s.add_chunks(make_chunks("b", "kb2", ["apple pie recipe"]), np.stack([unit(0, 1, 0.1)]))
@@ -143,18 +146,25 @@ def test_filters_by_kb_tenant_and_acl(store_factory):
     kb1 = SearchFilters(kb_ids=["kb1"])
     assert docs(s.keyword_search("apple", 10, kb1)) == {"a", "c", "d"}
     assert docs(s.vector_search(unit(0), 10, kb1)) == {"a", "c", "d"}
-    bob = SearchFilters(kb_ids=["kb1", "kb2"], user="bob", enforce_acl=True)
-    assert docs(s.keyword_search("apple", 10, bob)) == {"a", "b"}
-    assert docs(s.vector_search(unit(0), 10, bob)) == {"a", "b"}
-    ann = SearchFilters(user="ann", enforce_acl=True)
-    assert docs(s.vector_search(unit(0), 10, ann)) == {"a", "b", "c"}
-    hr = SearchFilters(user="zed", groups=["hr"], enforce_acl=True)
-    assert docs(s.keyword_search("apple", 10, hr)) == {"a", "b", "d"}
+    assert docs(s.hybrid_search("apple", unit(0), 10, kb1)) == {"a", "c", "d"}
+    both = SearchFilters(kb_ids=["kb1", "kb2"], user="bob", groups=["sales"])  # who asks filters nothing
+    assert docs(s.keyword_search("apple", 10, both)) == {"a", "b", "c", "d"}
+    assert docs(s.vector_search(unit(0), 10, both)) == {"a", "b", "c", "d"}
     acme = SearchFilters(tenant="acme")
     assert docs(s.keyword_search("apple", 10, acme)) == {"c"}
     assert docs(s.vector_search(unit(0), 10, acme)) == {"c"}
+    only = SearchFilters(kb_ids=["kb1", "kb2"], doc_ids=["b", "d"])
+    assert docs(s.keyword_search("apple", 10, only)) == {"b", "d"}
+    assert docs(s.vector_search(unit(0), 10, only)) == {"b", "d"}
     assert s.keyword_search("apple", 10, SearchFilters(kb_ids=["nope"])) == []
     assert s.vector_search(unit(0), 10, SearchFilters(kb_ids=["nope"])) == []
+    assert s.vector_search(unit(0), 10, SearchFilters(kb_ids=[])) == []  # no visible knowledge base: nothing
+
+
+def test_search_filters_have_no_per_chunk_acl_switch():
+    """Access is per knowledge base; the per-chunk ACL switch is gone from the filters."""
+    with pytest.raises(TypeError):
+        SearchFilters(enforce_acl=True)
 
 
 def test_keyword_query_syntax_is_never_an_error(store_factory):
