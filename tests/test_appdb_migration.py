@@ -41,3 +41,36 @@ def test_old_folder_gets_owners_and_keeps_documents(tmp_path):
     ws.delete_kb("Board", caller=ann)  # the cascade still works after the swap
     assert ws.appdb.list_documents("k1", status=None) == []
     ws.close()
+
+
+def test_the_embedding_cache_stays_bounded(tmp_path):
+    """embed_cache grew forever; now it keeps at most max(floor, 2 x chunks indexed), oldest out."""
+    import numpy as np
+
+    from rag_core.appdb import AppDB
+    from rag_core.db import Database
+
+    db = AppDB(Database(tmp_path / "g.db"))
+    for start in range(0, 300, 50):
+        db.cache_vectors({f"k{i}": np.full(4, i, dtype=np.float32) for i in range(start, start + 50)})
+        db.prune_embed_cache(floor=120)
+    assert db.db.query_one("SELECT COUNT(*) FROM embed_cache")[0] == 120
+    kept = db.cached_vectors([f"k{i}" for i in range(300)])
+    assert sorted(kept) == sorted(f"k{i}" for i in range(180, 300))  # the newest survive
+    assert kept["k299"][0] == 299.0
+
+
+def test_cli_kb_update_sets_instructions_and_grounded_only(tmp_path, capsys):
+    import json
+
+    from rag_core.cli import main
+
+    data = str(tmp_path / "data")
+    assert main(["--data-dir", data, "--user", "alice", "kb", "create", "HR", "--json"]) == 0
+    capsys.readouterr()
+    assert main(["--data-dir", data, "--user", "alice", "kb", "update", "HR", "--instructions", "Answer briefly.",
+                 "--grounded-only", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["instructions"] == "Answer briefly." and row["grounded_only"] is True
+    assert main(["--data-dir", data, "--user", "alice", "kb", "update", "HR", "--no-grounded-only", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["grounded_only"] is False
