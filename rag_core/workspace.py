@@ -409,7 +409,18 @@ class Workspace:
         from .generation.tracing import make_callbacks
 
         return AnswerEngine(self.retrieval, self.embedder, self.store, self.settings, chat=self.chat_model,
-                            callbacks=make_callbacks(self.settings.trace))
+                            callbacks=make_callbacks(self.settings.trace), locate_page=self._page_of)
+
+    def _page_of(self, kb_id: str, doc_id: str, first: int, last: int, text: str) -> int:
+        """The page of a stored PDF, among first..last, that holds most of `text` (the chain's
+        citations are already the caller's: it only read passages the filters let through)."""
+        doc = self.appdb.get_document(kb_id, doc_id)
+        path = Path(doc.stored_path) if doc and doc.stored_path else None
+        if path is None or path.suffix.lower() != ".pdf" or not path.exists():
+            return first
+        from .citation_view import best_page
+
+        return best_page(path, first, last, text)
 
     def answer_request(self, kb_names: list[str], question: str, history=None, doc_ids: list[str] | None = None,
                        *, caller: Caller):

@@ -27,6 +27,7 @@ has) and the answer says so (`models["llm_error"]`, a "notice" event while strea
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from dataclasses import dataclass, field, replace
@@ -53,6 +54,7 @@ from .extractive import Evidence as Reading
 from .extractive import ExtractiveAnswerer
 from .prompts import CONDENSE_PROMPT, HYDE_PROMPT, RELEVANCE_TASK, VERIFY_PROMPT, neutralise, system_prompt, user_message
 
+log = logging.getLogger(__name__)
 ABSTAIN_TEXT = "I don't have information about that in the selected knowledge bases."
 CHECKING = "Checking the answer against the sources…"
 _MARKER = re.compile(r"\s*\[\d{1,3}\]")
@@ -152,7 +154,12 @@ def _timed(obj, **timings: float):
 
 
 class AnswerEngine:
-    def __init__(self, retrieval, embedder, store, settings: Settings, chat=None, callbacks: list | None = None):
+    def __init__(self, retrieval, embedder, store, settings: Settings, chat=None, callbacks: list | None = None,
+                 locate_page=None):
+        # locate_page(kb_id, doc_id, first, last, text) -> the page of first..last holding
+        # `text` (the Workspace reads the stored PDF): a passage crossing a page break is cited
+        # at the page its cited sentences are on, not the page it starts on.
+        self.locate_page = locate_page
         self.retrieval = retrieval
         self.embedder = embedder
         self.settings = settings
@@ -429,6 +436,7 @@ class AnswerEngine:
             return
         turn = _timed(turn, verify=_ms(t), total=_ms(turn.t0))
         reading = ctx.reading
+        self._place_pages(res.citations, sources)
         yield AnswerEvent("answer", answer=Answer(
             question=turn.req.question, text=res.text, citations=res.citations, claims=claims,
             grounding_score=grounding, answers_question=aq, confidence=confidence(grounding, aq), abstained=False,
@@ -440,6 +448,18 @@ class AnswerEngine:
         ))
 
     # ---- helpers ---------------------------------------------------------------------
+    def _place_pages(self, citations: list[Citation], sources: list[ScoredChunk]) -> None:
+        if self.locate_page is None:
+            return
+        by_id = {s.chunk.chunk_id: s.chunk for s in sources}
+        for c in citations:
+            ch = by_id.get(c.chunk_id)
+            if ch is not None and ch.page_end > ch.page_start:
+                try:
+                    c.page = int(self.locate_page(ch.kb_id, ch.doc_id, ch.page_start, ch.page_end, c.snippet))
+                except Exception:  # noqa: BLE001 - the file may be gone or unreadable: keep the first page
+                    log.debug("page lookup failed for %s", c.chunk_id, exc_info=True)
+
     def _offline_draft(self, ctx: Context) -> tuple[str, dict | None]:
         if ctx.lookup_source:
             srcs = ctx.sources[:LOOKUP_PASSAGES]
