@@ -59,6 +59,8 @@ def main() -> None:
     ap.add_argument("--checkpoint", action="store_true", help="export the last checkpoint instead of final/")
     ap.add_argument("--pairs", default=None, help="pairs folder for the drift check (calib.jsonl)")
     ap.add_argument("--dest", default=str(DEST))
+    ap.add_argument("--keep-fp32", type=int, default=0,
+                    help="leave the last N MatMuls (classifier, pooler, last layer's) in fp32 when int8 drifts")
     args = ap.parse_args()
     run = Path(args.run)
     tok = AutoTokenizer.from_pretrained(base_model_dir())
@@ -86,7 +88,13 @@ def main() -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     q8 = tmp / "reader-int8.onnx"
-    quantize_dynamic(str(fp32), str(q8), op_types_to_quantize=["MatMul"], weight_type=QuantType.QInt8, per_channel=True)
+    exclude = []
+    if args.keep_fp32:
+        import onnx
+
+        exclude = [n.name for n in onnx.load(str(fp32)).graph.node if n.op_type in ("MatMul", "Gemm")][-args.keep_fp32:]
+    quantize_dynamic(str(fp32), str(q8), op_types_to_quantize=["MatMul", "Gemm"], weight_type=QuantType.QInt8,
+                     per_channel=True, nodes_to_exclude=exclude)
     import onnxruntime as ort
 
     sess = ort.InferenceSession(str(q8), providers=["CPUExecutionProvider"])
@@ -104,7 +112,7 @@ def main() -> None:
     out = dest / "reader-int8.onnx"
     shutil.copy(q8, out)
     sha = hashlib.sha256(out.read_bytes()).hexdigest()
-    print(json.dumps({"file": str(out), "mb": round(out.stat().st_size / 1e6, 2), "sha256": sha,
+    print(json.dumps({"file": str(out), "mb": round(out.stat().st_size / 1e6, 2), "sha256": sha, "fp32_nodes": exclude,
                       "max_abs_logit_drift_int8": round(drift, 4), "corr_fp32_int8": round(corr, 5)}))
 
 
