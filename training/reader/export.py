@@ -60,7 +60,8 @@ def main() -> None:
     ap.add_argument("--pairs", default=None, help="pairs folder for the drift check (calib.jsonl)")
     ap.add_argument("--dest", default=str(DEST))
     ap.add_argument("--keep-fp32", type=int, default=0,
-                    help="leave the last N MatMuls (classifier, pooler, last layer's) in fp32 when int8 drifts")
+                    help="leave N MatMuls in fp32 when int8 drifts: the first N (--fp32-from first) or the last N")
+    ap.add_argument("--fp32-from", choices=["first", "last"], default="last")
     args = ap.parse_args()
     run = Path(args.run)
     tok = AutoTokenizer.from_pretrained(base_model_dir())
@@ -92,7 +93,9 @@ def main() -> None:
     if args.keep_fp32:
         import onnx
 
-        exclude = [n.name for n in onnx.load(str(fp32)).graph.node if n.op_type in ("MatMul", "Gemm")][-args.keep_fp32:]
+        mm = [n.name for n in onnx.load(str(fp32)).graph.node if n.op_type in ("MatMul", "Gemm")
+              and "/attention/self/MatMul" not in n.name]  # (activation x activation products have no weights)
+        exclude = mm[: args.keep_fp32] if args.fp32_from == "first" else mm[-args.keep_fp32:]
     quantize_dynamic(str(fp32), str(q8), op_types_to_quantize=["MatMul", "Gemm"], weight_type=QuantType.QInt8,
                      per_channel=True, nodes_to_exclude=exclude)
     import onnxruntime as ort
