@@ -56,14 +56,11 @@ class Leases:
     def until(self) -> float:
         return time.time() + self.seconds
 
-    def free_sql(self, column_prefix: str = "") -> str:
+    @staticmethod
+    def free_sql() -> str:
         """SQL true for a row nobody holds: no owner, or the owner's lease ran out. Takes the
         current time as its one parameter."""
-        p = column_prefix
-        return f"({p}lease_owner IS NULL OR {p}lease_until < ?)"
-
-    def held_by_others(self, lease_owner: str | None, lease_until: float | None) -> bool:
-        return bool(lease_owner) and lease_owner != self.owner and (lease_until or 0) >= time.time()
+        return "(lease_owner IS NULL OR lease_until < ?)"
 
     def is_free(self, lease_owner: str | None, lease_until: float | None) -> bool:
         """Nobody holds the row: no owner, an expired lease, or an owner that is provably dead
@@ -97,11 +94,13 @@ class Leases:
             self._thread.start()
 
     def renew(self) -> None:
-        now_until = self.until()
+        self._set_own_expiry(self.until())
+
+    def _set_own_expiry(self, until: float) -> None:
         for table in TABLES:
             try:
                 with self.db.transaction() as c:
-                    c.execute(f"UPDATE {table} SET lease_until=? WHERE lease_owner=?", (now_until, self.owner))
+                    c.execute(f"UPDATE {table} SET lease_until=? WHERE lease_owner=?", (until, self.owner))
             except sqlite3.OperationalError as exc:  # table not created in this data folder (yet)
                 if "no such" not in str(exc):
                     raise
@@ -116,7 +115,11 @@ class Leases:
                 log.exception("lease heartbeat failed")
 
     def stop(self) -> None:
+        """Stop renewing and give up every row this process holds (its lease expires now), so
+        the next holder — another process, or a new workspace in this one — need not wait out
+        the lease for work this one has stopped doing."""
         self._stop.set()
         t = self._thread
         if t is not None and t is not threading.current_thread():
             t.join(timeout=2)
+        self._set_own_expiry(0.0)

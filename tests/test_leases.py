@@ -38,10 +38,22 @@ def test_a_live_holder_keeps_its_row_and_a_silent_one_loses_it(tmp_path):
     assert not b.claim_for_vectors("k", "d1")
     time.sleep(1.5)  # past the lease: the heartbeat renewed it meanwhile
     assert not b.claim_for_vectors("k", "d1")
-    a.leases.stop()  # a hangs (or its host goes away): no more renewals
+    a.leases._stop.set()  # a hangs (or its host goes away): its heartbeat stops, nothing is released
+    a.leases._thread.join()
+    assert not b.claim_for_vectors("k", "d1")  # not before the lease runs out
     time.sleep(1.0)
     assert b.claim_for_vectors("k", "d1")
     assert not a.claim_for_vectors("k", "d1")  # and a cannot take it back while b renews
+
+
+def test_a_stopped_keeper_gives_its_rows_up_at_once(tmp_path):
+    """Workspace.close stops the keeper: the rows it held are free for the next holder without
+    waiting out the lease (a job resumed in the same process found 90 documents still held)."""
+    a, b = two_processes(tmp_path, seconds=30)
+    searchable(a)
+    assert a.claim_for_vectors("k", "d1") and not b.claim_for_vectors("k", "d1")
+    a.leases.stop()
+    assert b.claim_for_vectors("k", "d1")
 
 
 def test_a_reused_pid_does_not_keep_a_dead_writer_s_row_forever(tmp_path):
