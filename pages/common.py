@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 import streamlit as st
 
-from rag_core.access import Caller
+from rag_core.access import Caller, local_caller, with_admin
 from rag_core.config import get_settings
 from rag_core.errors import GroundworkError
 from rag_core.workspace import Workspace
@@ -59,12 +59,7 @@ def identity() -> Caller | None:
     if mode == "local":
         # No sign-in configured: RAG_USER/RAG_GROUPS/RAG_TENANT if set; else the person at the
         # machine, the local operator, unless RAG_AUTH=required (then nobody: sign-in needed).
-        local = Caller.of(s.user, s.group_list, s.tenant)
-        if local.user is None and not local.groups and local.tenant is None:
-            return None if s.auth == "required" else Caller.operator()
-        user, groups, tenant = local.user, sorted(local.groups), local.tenant
-        admin = user in _split(s.admin_emails) or bool(set(groups) & set(_split(s.admin_groups)))
-        return Caller(user=user, groups=frozenset(groups), tenant=tenant, admin=admin)
+        return local_caller(s.user, s.groups, s.tenant, s)
     if mode == "oidc":
         if not st.user.is_logged_in:
             return None
@@ -78,8 +73,7 @@ def identity() -> Caller | None:
             return None
         groups = _split(headers.get(s.groups_header))
         tenant = None
-    admin = user in _split(s.admin_emails) or bool(set(groups) & set(_split(s.admin_groups)))
-    return Caller(user=user, groups=frozenset(groups), tenant=tenant, admin=admin)
+    return with_admin(Caller.of(user, groups, tenant), s)
 
 
 def caller() -> Caller:

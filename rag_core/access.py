@@ -50,11 +50,6 @@ class Caller:
         return cls(user=None, admin=True)
 
     @classmethod
-    def anonymous(cls) -> Caller:
-        """Nobody in particular: sees open knowledge bases without a tenant, changes nothing."""
-        return cls()
-
-    @classmethod
     def of(cls, user: str | None = None, groups=None, tenant: str | None = None, admin: bool = False) -> Caller:
         """An identity from loose values (a comma list or an iterable of groups). No identity at
         all is the anonymous caller, never the operator: only an edge decides that."""
@@ -67,8 +62,27 @@ class Caller:
     def is_operator(self) -> bool:
         return self.admin and self.user is None
 
-    def label(self) -> str:
-        return self.user or ("the operator" if self.is_operator else "an anonymous caller")
+
+def _names(value: str) -> set[str]:
+    return {v.strip() for v in (value or "").split(",") if v.strip()}
+
+
+def with_admin(caller: Caller, settings) -> Caller:
+    """The caller, made an admin when its user is in RAG_ADMIN_EMAILS or one of its groups in
+    RAG_ADMIN_GROUPS (`settings`: rag_core.config.Settings). Every edge decides admins here."""
+    admin = (caller.user is not None and caller.user in _names(settings.admin_emails)) or bool(
+        caller.groups & _names(settings.admin_groups))
+    return Caller(user=caller.user, groups=caller.groups, tenant=caller.tenant, admin=admin)
+
+
+def local_caller(user: str | None, groups, tenant: str | None, settings) -> Caller | None:
+    """Who is at the machine in the local no-auth mode (the CLI, the app without sign-in): the
+    identity given (--user or RAG_USER, ...), else the operator — or None when RAG_AUTH=required
+    turns that fallback off."""
+    c = Caller.of(user, groups, tenant)
+    if c.user is None and not c.groups and c.tenant is None:
+        return None if settings.auth == "required" else Caller.operator()
+    return with_admin(c, settings)
 
 
 def is_owner(caller: Caller, kb: KnowledgeBase) -> bool:

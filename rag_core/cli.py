@@ -42,25 +42,18 @@ def _workspace(args):
 
 def resolve_caller(args, settings):
     """Who is running this command, decided once, here at the edge: --user/--groups/--tenant
-    (anywhere on the line), else $RAG_USER/$RAG_GROUPS/$RAG_TENANT. No identity at all is the
-    local no-auth mode — the operator, who sees and changes everything — unless RAG_AUTH=required.
-    A user listed in RAG_ADMIN_EMAILS (or in a group of RAG_ADMIN_GROUPS) is an admin."""
-    from .access import Caller
+    (anywhere on the line), else $RAG_USER/$RAG_GROUPS/$RAG_TENANT; no identity at all is the
+    local no-auth operator unless RAG_AUTH=required (access.local_caller)."""
+    from .access import local_caller
 
-    user = getattr(args, "user", None)
-    user = settings.user if user is None else user
-    groups = getattr(args, "groups", None)
-    groups = settings.groups if groups is None else groups
-    tenant = getattr(args, "tenant", None)
-    tenant = settings.tenant if tenant is None else tenant
-    c = Caller.of(user, groups, tenant)
-    if c.user is None and not c.groups and c.tenant is None:
-        if settings.auth == "required":
-            raise GroundworkError("an identity is required here (RAG_AUTH=required): pass --user NAME or set RAG_USER")
-        return Caller.operator()
-    admins = set(_csv(settings.admin_emails) or [])
-    admin_groups = set(_csv(settings.admin_groups) or [])
-    return Caller.of(c.user, c.groups, c.tenant, admin=(c.user in admins) or bool(c.groups & admin_groups))
+    def given(name: str):
+        value = getattr(args, name, None)
+        return getattr(settings, name) if value is None else value
+
+    caller = local_caller(given("user"), given("groups"), given("tenant"), settings)
+    if caller is None:
+        raise GroundworkError("an identity is required here (RAG_AUTH=required): pass --user NAME or set RAG_USER")
+    return caller
 
 
 def _caller(args, ws):
@@ -200,16 +193,11 @@ def cmd_delete(args) -> int:
     return 0
 
 
-def _kb_names(ws, args) -> list[str]:
+def _kb_names(ws, args, caller) -> list[str]:
     """--kb A,B checked up front, so a typo fails before any query file is read."""
     names = [k.strip() for k in args.kb.split(",") if k.strip()]
-    ws.resolve_kbs(names, caller=_caller(args, ws))
+    ws.resolve_kbs(names, caller=caller)
     return names
-
-
-def _identity(args) -> dict:
-    """The caller, as keyword arguments for the workspace's search and answer methods."""
-    return {"caller": _caller(args, _OPEN[-1])}
 
 
 def _csv(value: str | None) -> list[str] | None:
@@ -236,7 +224,8 @@ def _read_jsonl(path: Path, what: str) -> list[dict]:
 
 def cmd_search(args) -> int:
     ws = _workspace(args)
-    kb_names = _kb_names(ws, args)
+    caller = _caller(args, ws)
+    kb_names = _kb_names(ws, args, caller)
     if args.query:
         queries = [{"id": "q", "question": args.query}]
     elif args.queries:
@@ -251,7 +240,7 @@ def cmd_search(args) -> int:
             text = rec.get("question") or rec.get("text") or ""
             t = time.perf_counter()
             res = ws.search(kb_names, text, k=args.top_k, mode=args.mode, rerank=False if args.no_rerank else None,
-                            **_identity(args))
+                            caller=caller)
             latencies.append((time.perf_counter() - t) * 1000)
             row = {
                 "id": qid,
@@ -326,7 +315,8 @@ def _answer_row(qid, a) -> dict:
 
 def cmd_ask(args) -> int:
     ws = _workspace(args)
-    kb_names = _kb_names(ws, args)
+    caller = _caller(args, ws)
+    kb_names = _kb_names(ws, args, caller)
     if args.questions:
         if not args.out:
             raise GroundworkError("--questions needs --out A.jsonl")
@@ -335,7 +325,7 @@ def cmd_ask(args) -> int:
             for rec in rows:
                 qid = rec.get("id", rec.get("_id"))
                 try:
-                    a = ws.ask(kb_names, rec.get("question") or rec.get("text") or "", **_identity(args))
+                    a = ws.ask(kb_names, rec.get("question") or rec.get("text") or "", caller=caller)
                     fh.write(json.dumps(_answer_row(qid, a), ensure_ascii=False) + "\n")
                 except GroundworkError as exc:  # one bad question does not stop the batch
                     fh.write(json.dumps({"id": qid, "error": str(exc)}) + "\n")
@@ -343,7 +333,7 @@ def cmd_ask(args) -> int:
         return 0
     if not args.question:
         raise GroundworkError('give a question: ask --kb NAME "QUESTION"')
-    a = ws.ask(kb_names, args.question, **_identity(args))
+    a = ws.ask(kb_names, args.question, caller=caller)
     if args.json:
         print(json.dumps(_answer_row(None, a), ensure_ascii=False))
         return 0
