@@ -130,7 +130,7 @@ class AppDB:
         self.db = db
         _migrate_kbs(db)
         db.executescript(SCHEMA)
-        _add_columns(db, "documents", {"lease_owner": "TEXT", "lease_until": "REAL"})
+        db.add_columns("documents", {"lease_owner": "TEXT", "lease_until": "REAL"})
         self.leases = Leases.of(db, lease_seconds)
 
     # ---- knowledge bases -------------------------------------------------------------
@@ -364,10 +364,10 @@ class AppDB:
                 "INSERT OR IGNORE INTO embed_cache VALUES (?,?)",
                 [(k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()],
             )
-        self.prune_embed_cache()
 
     def prune_embed_cache(self, floor: int = 20_000) -> int:
-        """Keep the cache bounded: at most max(floor, 2 × the chunks indexed) vectors, the
+        """Keep the cache bounded (run once per embedding pass, not per batch: it counts both
+        tables): at most max(floor, 2 × the chunks indexed) vectors, the
         oldest dropped first (rowid order = insertion order). It exists so that re-uploading an
         edited file re-embeds only what changed; a vector older than twice the collection is
         unlikely to be asked for again, and a miss only costs one embedding."""
@@ -404,24 +404,12 @@ class AppDB:
             c.execute("DELETE FROM migrated WHERE target = ?", (target,))
 
 
-def _columns(db: Database, table: str) -> set[str]:
-    return {r[1] for r in db.query(f"PRAGMA table_info({table})")}
-
-
-def _add_columns(db: Database, table: str, columns: dict[str, str]) -> None:
-    have = _columns(db, table)
-    for name, kind in columns.items():
-        if name not in have:
-            with db.transaction() as c:
-                c.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
-
-
 def _migrate_kbs(db: Database) -> None:
     """Data folders from before owners: rebuild `kbs` without the table-wide UNIQUE name (SQLite
     cannot drop a constraint in place) and make the users named on a knowledge base its owners,
     which is who the settings page let change it then. Foreign keys are off while the table is
     swapped, so the documents that reference it are kept."""
-    have = _columns(db, "kbs")
+    have = db.columns("kbs")
     if not have or "owners" in have:
         return
     with db.lock:

@@ -55,6 +55,24 @@ class Database:
         with self.lock:
             self.conn.executescript(sql)
 
+    def columns(self, table: str) -> set[str]:
+        """The table's column names (empty when it does not exist)."""
+        return {r[1] for r in self.query(f"PRAGMA table_info({table})")}
+
+    def add_columns(self, table: str, columns: dict[str, str]) -> None:
+        """Columns a newer version added ({name: type}): added to an older data folder's table,
+        NULL ("not recorded") in its existing rows. Another process adding one first is fine."""
+        have = self.columns(table)
+        for name, kind in columns.items():
+            if name in have:
+                continue
+            try:
+                with self.transaction() as c:
+                    c.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+            except sqlite3.OperationalError as exc:
+                if "duplicate column" not in str(exc):
+                    raise
+
     def close(self) -> None:
         with self.lock:
             self.conn.close()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 import uuid
 
@@ -50,9 +49,9 @@ class FeedbackLog:
         self.db = db
         db.executescript(SCHEMA)
         # Logs written by older versions get the newer columns as NULL ("not recorded"), not 0.
-        _add_column(db, "queries", "answers_question REAL")  # before the reader model existed
-        _add_column(db, "feedback", "reason TEXT")  # before thumbs-down reasons
-        _add_column(db, "queries", "thread_id TEXT")  # before saved conversations
+        db.add_columns("queries", {"answers_question": "REAL",  # before the reader model existed
+                                   "thread_id": "TEXT"})  # before saved conversations
+        db.add_columns("feedback", {"reason": "TEXT"})  # before thumbs-down reasons
 
     def log_answer(self, answer: Answer, kb_ids: list[str], user: str | None = None,
                    thread_id: str | None = None) -> str:
@@ -91,8 +90,9 @@ class FeedbackLog:
         return (r["rating"], r["comment"], r["reason"]) if r else None
 
     # ---- analytics -------------------------------------------------------------------
-    def frame(self, kb_names: dict[str, str] | None = None) -> pd.DataFrame:
-        """One row per answer, with its feedback (rating NaN when none)."""
+    def frame(self, kb_names: dict[str, str] | None = None, unknown: str | None = None) -> pd.DataFrame:
+        """One row per answer, with its feedback (rating NaN when none). Knowledge bases named
+        in `kb_names` show their names; the others their id, or `unknown` when given."""
         rows = self.db.query(
             "SELECT q.*, f.rating, f.comment, f.reason, f.ts AS rated_ts "
             "FROM queries q LEFT JOIN feedback f ON f.query_id = q.query_id ORDER BY q.ts"
@@ -104,7 +104,7 @@ class FeedbackLog:
         df["time"] = pd.to_datetime(df["ts"], unit="s")
         df["abstained"] = df["abstained"].astype(bool)
         names = kb_names or {}
-        df["kb_list"] = [[names.get(k, k) for k in json.loads(v)] for v in df["kb_ids"]]
+        df["kb_list"] = [[names.get(k, k if unknown is None else unknown) for k in json.loads(v)] for v in df["kb_ids"]]
         df["kb"] = [", ".join(v) for v in df["kb_list"]]
         df["sources"] = [", ".join(sorted({c["source"] for c in json.loads(v)})) for v in df["citations"]]
         counts = [_sentence_counts(a, c, cl) for a, c, cl in zip(df["abstained"], df["citations"], df["claims"])]
@@ -232,17 +232,6 @@ def _sentence_counts(abstained: bool, citations: str, claims: str) -> tuple[int,
             sum(1 for c in cl if "cited_by" not in c))
 
 
-def _add_column(db: Database, table: str, column: str) -> None:
-    name = column.split()[0]
-    if name in {r["name"] for r in db.query(f"PRAGMA table_info({table})")}:
-        return
-    try:
-        db.executescript(f"ALTER TABLE {table} ADD COLUMN {column}")
-    except sqlite3.OperationalError as exc:  # another process added it first
-        if "duplicate column" not in str(exc):
-            raise
-
-
 class CallerFeedback:
     """The query log and feedback as one caller may use them (Workspace.feedback_for): log and
     rate their own answers only; analytics over their own answers (admins: everyone's), with the
@@ -273,13 +262,7 @@ class CallerFeedback:
         return self._log.rating_of(query_id)
 
     def frame(self) -> pd.DataFrame:
-        df = self._log.frame({**{k: "(hidden)" for k in self._all_kb_ids()}, **self._names})
+        df = self._log.frame(self._names, unknown="(hidden)")
         if not self.caller.admin:
             df = df[df["user"].map(lambda u: u == self.caller.user)]
         return df.reset_index(drop=True)
-
-    def _all_kb_ids(self) -> set[str]:
-        ids: set[str] = set()
-        for r in self._log.db.query("SELECT DISTINCT kb_ids FROM queries"):
-            ids.update(json.loads(r["kb_ids"]))
-        return ids

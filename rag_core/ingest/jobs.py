@@ -111,9 +111,7 @@ class JobQueue:
         self.db = db
         self.uploads_dir = uploads_dir
         db.executescript(SCHEMA)
-        from ..appdb import _add_columns
-
-        _add_columns(db, "ingest_jobs", {"lease_owner": "TEXT", "lease_until": "REAL"})
+        db.add_columns("ingest_jobs", {"lease_owner": "TEXT", "lease_until": "REAL"})
         self.leases = Leases.of(db)
         # Passwords for encrypted PDFs live here, in this process's memory only, until the
         # worker reads them: never in the database or on disk. After a restart they are gone
