@@ -75,10 +75,6 @@ class Workspace:
                              f"({', '.join(kb.kb_id for kb in found)})")
         return found[0]
 
-    def _writable(self, name_or_id: str, caller: Caller) -> KnowledgeBase:
-        kb = self._kb(name_or_id, caller)
-        return access.require_write(caller, kb, name_or_id)
-
     # ---- knowledge bases -------------------------------------------------------------
     def create_kb(self, name: str, *, caller: Caller, description: str = "", instructions: str = "",
                   grounded_only: bool = False, retrieval: RetrievalSettings | None = None,
@@ -98,7 +94,7 @@ class Workspace:
     def update_kb(self, name_or_id: str, *, caller: Caller, **changes) -> KnowledgeBase:
         """Change a knowledge base (owners and admins). Access edits apply at once, to the
         documents already in it too: the policy reads the knowledge base at every question."""
-        kb = self._writable(name_or_id, caller)
+        kb = self.writable_kb(name_or_id, caller=caller)
         allowed = {"name", "description", "instructions", "grounded_only", "retrieval", "acl_users", "acl_groups",
                    "owners"}
         if caller.admin:
@@ -126,7 +122,7 @@ class Workspace:
     def writable_kb(self, name_or_id: str, *, caller: Caller) -> KnowledgeBase:
         """The knowledge base, if the caller may change it: NotFound when hidden or missing,
         PermissionDenied for a reader."""
-        return self._writable(name_or_id, caller)
+        return access.require_write(caller, self._kb(name_or_id, caller), name_or_id)
 
     def kb_counts(self, name_or_id: str, *, caller: Caller) -> tuple[int, int]:
         """(documents, chunks) searchable in the knowledge base."""
@@ -141,7 +137,7 @@ class Workspace:
         return kbs
 
     def delete_kb(self, name_or_id: str, *, caller: Caller) -> None:
-        kb = self._writable(name_or_id, caller)
+        kb = self.writable_kb(name_or_id, caller=caller)
         self.store.delete_kb(kb.kb_id)
         for doc in self.appdb.list_documents(kb.kb_id, status=None):
             if doc.stored_path:
@@ -198,7 +194,7 @@ class Workspace:
     def submit_upload(self, kb_name: str, files: list[tuple[str, bytes]], *, caller: Caller) -> str:
         """Queue uploaded files for the background worker (owners and admins); returns the job
         id at once."""
-        kb = self._writable(kb_name, caller)
+        kb = self.writable_kb(kb_name, caller=caller)
         job_id = self.jobs.submit(kb.kb_id, files, caller.user)
         self._wake_worker()
         return job_id
@@ -249,12 +245,12 @@ class Workspace:
     # ---- documents -------------------------------------------------------------------
     def ingest(self, kb_name: str, paths: list[Path], *, caller: Caller, **kw) -> IngestStats:
         """Add files to a knowledge base now (owners and admins)."""
-        kb = self._writable(kb_name, caller)
+        kb = self.writable_kb(kb_name, caller=caller)
         return self.ingestor.ingest(kb, paths, **kw)
 
     def fill_vectors(self, kb_name: str, *, caller: Caller, **kw) -> int:
         """Compute the vectors still missing in a knowledge base (owners and admins)."""
-        kb = self._writable(kb_name, caller)
+        kb = self.writable_kb(kb_name, caller=caller)
         return self.ingestor.fill_vectors(kb.kb_id, **kw)
 
     def list_documents(self, kb_name: str, *, caller: Caller, status: str | None = "visible") -> list[Document]:
@@ -267,7 +263,7 @@ class Workspace:
 
     def delete_document(self, kb_name: str, doc_id: str, *, caller: Caller) -> bool:
         """Remove a document everywhere (owners and admins); False when there is none."""
-        kb = self._writable(kb_name, caller)
+        kb = self.writable_kb(kb_name, caller=caller)
         return delete_document(self.appdb, self.store, kb.kb_id, doc_id)
 
     def accessible_document(self, kb_id: str, doc_id: str, *, caller: Caller) -> Document:

@@ -40,7 +40,7 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import RunnableConfig, RunnableGenerator, RunnableLambda
 
 from ..config import Settings
-from ..grounding.citations import attach_markers, resolve
+from ..grounding.citations import attach_markers, citation_for, resolve
 from ..grounding.verify import Verifier, answer_sentences, answers_question, confidence, grounding_score, plain
 from ..models import Answer, Citation, Claim, KnowledgeBase, RetrievalSettings, ScoredChunk, SearchFilters
 from ..reader import get_reader
@@ -113,13 +113,7 @@ def closest_passages(sources: list[ScoredChunk], reading: Reading | None, k: int
             if si not in best or float(p) > best[si][0]:
                 best[si] = (float(p), text)
     order = sorted(range(len(sources)), key=lambda i: (-best.get(i, (-1.0, ""))[0], i))[:k]
-    out = []
-    for n, i in enumerate(order, 1):
-        c = sources[i].chunk
-        out.append(Citation(n=n, doc_id=c.doc_id, source=c.source, page=c.page_start, chunk_id=c.chunk_id,
-                            snippet=best.get(i, (0.0, c.text))[1] or c.text, score=round(float(sources[i].score), 6),
-                            kb_id=c.kb_id, title=c.title, section=c.section, ocr=c.chunk_type == "ocr"))
-    return out
+    return [citation_for(n, sources[i], best.get(i, (0.0, ""))[1]) for n, i in enumerate(order, 1)]
 
 
 @dataclass

@@ -76,15 +76,14 @@ def resolve(text: str, sources: list[ScoredChunk], snippets: dict[int, str] | No
     new_text = MARKER.sub(repl, text)
     new_text = re.sub(r"[ \t]+([.,;:!?])", r"\1", new_text)  # "text [9]." with [9] removed → "text."
     new_text = re.sub(r"[ \t]{2,}", " ", new_text).strip()
-    citations = []
-    for orig, shown in sorted(mapping.items(), key=lambda kv: kv[1]):
-        r = sources[orig - 1]
-        c = r.chunk
-        citations.append(
-            Citation(
-                n=shown, doc_id=c.doc_id, source=c.source, page=c.page_start, chunk_id=c.chunk_id,
-                snippet=(snippets or {}).get(orig) or c.text, score=round(float(r.score), 6), kb_id=c.kb_id,
-                title=c.title, section=c.section, ocr=c.chunk_type == "ocr",
-            )
-        )
+    citations = [citation_for(shown, sources[orig - 1], (snippets or {}).get(orig))
+                 for orig, shown in sorted(mapping.items(), key=lambda kv: kv[1])]
     return ResolvedCitations(new_text, citations, invalid, mapping)
+
+
+def citation_for(n: int, r: ScoredChunk, snippet: str | None = None) -> Citation:
+    """Marker n for a retrieved passage; `snippet` is the text taken from it (default: all of it)."""
+    c = r.chunk
+    return Citation(n=n, doc_id=c.doc_id, source=c.source, page=c.page_start, chunk_id=c.chunk_id,
+                    snippet=snippet or c.text, score=round(float(r.score), 6), kb_id=c.kb_id,
+                    title=c.title, section=c.section, ocr=c.chunk_type == "ocr")

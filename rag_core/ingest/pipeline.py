@@ -229,6 +229,8 @@ class Ingestor:
                     if cancel and cancel():
                         raise Cancelled("cancelled")
         flush()
+        if done:
+            self.appdb.prune_embed_cache()
         return done
 
     def _ingest_file(self, kb: KnowledgeBase, path: Path, name: str, stats: IngestStats,
