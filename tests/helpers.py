@@ -41,6 +41,12 @@ def make_pdf(pages: list[str], *, title: str | None = None) -> bytes:
     )
     info = add(b"<< /Title " + _pdf_string(title) + b" >>") if title is not None else None
 
+    return pdf_file(objects, catalog, info)
+
+
+def pdf_file(objects: list[bytes], root: int, info: int | None = None) -> bytes:
+    """The PDF file around numbered object bodies (object n is objects[n - 1]): header,
+    objects, cross-reference table and trailer."""
     out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
     offsets = []
     for n, body in enumerate(objects, start=1):
@@ -50,7 +56,7 @@ def make_pdf(pages: list[str], *, title: str | None = None) -> bytes:
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     for off in offsets:
         out += b"%010d 00000 n \n" % off
-    trailer = b"<< /Size %d /Root %d 0 R" % (len(objects) + 1, catalog)
+    trailer = b"<< /Size %d /Root %d 0 R" % (len(objects) + 1, root)
     if info:
         trailer += b" /Info %d 0 R" % info
     out += b"trailer\n" + trailer + b" >>\nstartxref\n%d\n%%%%EOF\n" % xref

@@ -17,19 +17,10 @@ from rag_core.access import Caller
 from rag_core.config import get_settings
 from rag_core.generation import local_server
 from rag_core.generation.local_server import stop_server
-from tests.llm_server import LLMServerUnavailable, check_available
 
 pytestmark = pytest.mark.slow
 
 OP = Caller.operator()
-
-
-@pytest.fixture(scope="module")
-def gguf():
-    try:
-        return check_available()
-    except LLMServerUnavailable as exc:
-        pytest.skip(f"no local model: {exc}")
 
 
 def test_a_killed_local_server_is_restarted_by_the_next_question(gguf, tmp_path):

