@@ -73,9 +73,9 @@ def cmd_kb_create(args) -> int:
 
 
 def _kb_row(kb) -> dict:
-    return {"kb_id": kb.kb_id, "name": kb.name, "description": kb.description, "tenant": kb.tenant,
-            "owners": kb.owners, "users": kb.acl_users, "groups": kb.acl_groups,
-            "grounded_only": kb.grounded_only, "instructions": kb.instructions}
+    from .schemas import kb_row
+
+    return kb_row(kb)
 
 
 def cmd_kb_update(args) -> int:
@@ -299,18 +299,9 @@ def cmd_eval_beir(args) -> int:
 
 
 def _answer_row(qid, a) -> dict:
-    return {
-        "id": qid, "answer": a.text, "abstained": a.abstained, "reason": a.reason,
-        "citations": [{k: c.to_dict()[k] for k in ("n", "doc_id", "source", "page", "chunk_id", "snippet", "score")}
-                      for c in a.citations],
-        "grounding_score": a.grounding_score, "answers_question": a.answers_question, "confidence": a.confidence,
-        "evidence_score": a.evidence_score, "mode": a.mode,
-        "claims": [c.to_dict() for c in a.claims], "invalid_citations": a.invalid_citations,
-        "timings_ms": a.timings_ms,
-        # an abstention's nearest passages (DESIGN.md §6): never counted as an answer or citation
-        "closest": [{k: c.to_dict()[k] for k in ("n", "doc_id", "source", "page", "chunk_id", "snippet", "score")}
-                    for c in a.closest],
-    }
+    from .schemas import AnswerOut
+
+    return AnswerOut.of(a, qid).model_dump()
 
 
 def cmd_ask(args) -> int:
@@ -427,6 +418,63 @@ def cmd_migrate(args) -> int:
 GLOBAL_FLAGS = ("--data-dir", "--json", "--user", "--groups", "--tenant")
 
 
+def cmd_serve(args) -> int:
+    from .api.server import serve
+
+    serve(host=args.host, port=args.port, workers=args.workers, no_auth=args.no_auth, data_dir=args.data_dir,
+          log_level=args.log_level, forwarded_allow_ips=args.forwarded_allow_ips)
+    return 0
+
+
+def _keys(args):
+    from .api_keys import ApiKeys
+
+    ws = _workspace(args)
+    return ws, ApiKeys(ws.db)
+
+
+def cmd_api_key_create(args) -> int:
+    """A key for the identity on the command line (--user/--groups/--tenant). Whoever runs the
+    CLI on the data folder holds its database, so this is the machine operator's tool; through
+    rag_core.api_keys a non-admin may only make read/write keys for themselves (the page)."""
+    from .access import Caller
+
+    ws, keys = _keys(args)
+    user = args.user if args.user is not None else ws.settings.user
+    groups = args.groups if args.groups is not None else ws.settings.groups
+    tenant = args.tenant if args.tenant is not None else ws.settings.tenant
+    new = keys.create(user or "", args.scope, groups, tenant, args.label, by=Caller.operator())
+    info = new.info.to_dict()
+    if args.json:
+        print(json.dumps({**info, "key": new.key}))
+    else:
+        print(f"API key {info['key_id']} for {info['user']} (scope {info['scope']}). "
+              "It is shown only now; store it safely:", file=sys.stderr)
+        print(new.key)
+    return 0
+
+
+def cmd_api_key_list(args) -> int:
+    from .access import Caller
+
+    ws, keys = _keys(args)
+    user = args.user if args.user is not None else ws.settings.user
+    rows = [k.to_dict() for k in keys.list(by=Caller.operator(), user=user)]
+    human = "\n".join(f"{r['key_id']}\t{r['user']}\t{r['scope']}\t"
+                      f"{'revoked' if r['revoked'] else 'active'}\t{r['label']}" for r in rows)
+    _emit(args, rows, human or "no API keys")
+    return 0
+
+
+def cmd_api_key_revoke(args) -> int:
+    from .access import Caller
+
+    _, keys = _keys(args)
+    key = keys.revoke(args.key_id.removeprefix("gwk_").split("_")[0], by=Caller.operator())
+    _emit(args, key.to_dict(), f"revoked {key.key_id} ({key.user}); requests with it fail from now on")
+    return 0
+
+
 def _common_flags() -> argparse.ArgumentParser:
     """The flags every command shares, defined once and attached to the top parser and every
     sub-command parser. Their defaults are SUPPRESS, so a sub-command that was not given a flag
@@ -535,6 +583,30 @@ def build_parser() -> argparse.ArgumentParser:
     eb.add_argument("--alpha", type=float, default=None, help="override the hybrid weight (0 keyword … 1 vector)")
     eb.add_argument("--fusion", choices=["relative_score", "rrf"], default=None)
     eb.set_defaults(func=cmd_eval_beir)
+
+    sv = sub.add_parser("serve", help="run the HTTP API (DESIGN.md §6b) on uvicorn", parents=[common])
+    sv.add_argument("--host", default="127.0.0.1")
+    sv.add_argument("--port", type=int, default=8000)
+    sv.add_argument("--workers", type=int, default=1, help="worker processes (each opens the data folder)")
+    sv.add_argument("--no-auth", action="store_true",
+                    help="every request acts as the local operator: only on a loopback address")
+    sv.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    sv.add_argument("--forwarded-allow-ips", default=None,
+                    help="proxies whose X-Forwarded-For is trusted (default 127.0.0.1)")
+    sv.set_defaults(func=cmd_serve)
+
+    ak = sub.add_parser("api-key", help="API keys for the HTTP API", parents=[common])
+    ak_sub = ak.add_subparsers(dest="key_cmd", required=True)
+    kc = ak_sub.add_parser("create", help="create a key for --user (with --groups, --tenant); printed once, last line",
+                           parents=[common])
+    kc.add_argument("--scope", choices=["read", "write", "admin"], required=True)
+    kc.add_argument("--label", default="", help="what the key is for (shown in lists)")
+    kc.set_defaults(func=cmd_api_key_create)
+    kl = ak_sub.add_parser("list", help="list keys (never their secrets); --user: that user's only", parents=[common])
+    kl.set_defaults(func=cmd_api_key_list)
+    kr = ak_sub.add_parser("revoke", help="revoke a key at once (by its id or the key itself)", parents=[common])
+    kr.add_argument("key_id")
+    kr.set_defaults(func=cmd_api_key_revoke)
     return p
 
 

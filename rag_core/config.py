@@ -78,6 +78,18 @@ class Settings(BaseSettings):
     user_header: str = "X-Forwarded-User"
     groups_header: str = "X-Forwarded-Groups"
 
+    # HTTP API (rag_core/api, `python -m rag_core serve`). Credentials: API keys (rag_core/api_keys.py)
+    # or, when an issuer is set, OIDC bearer tokens (JWTs) checked against the issuer's JWKS.
+    api_oidc_issuer: str | None = None  # e.g. https://login.example.com/realms/acme
+    api_oidc_audience: str | None = None  # the token's "aud" (your client id); required with an issuer
+    api_oidc_jwks_url: str | None = None  # default: jwks_uri from the issuer's discovery document
+    # Per key (or token subject) and per worker process: generous for an interactive client.
+    api_rate_limit: int = Field(default=600, ge=1, description="requests per minute")
+    api_max_body_mb: float = Field(default=1.0, gt=0)  # JSON bodies
+    api_max_upload_mb: float = Field(default=512.0, gt=0)  # one multipart upload request, all files
+    api_max_question_chars: int = Field(default=4000, ge=10)
+    api_cors_origins: str = ""  # comma separated; empty = no CORS headers at all (browsers on other origins refused)
+
     # LLM (OpenAI-compatible); absent key + base URL means extractive offline mode.
     openai_api_key: str | None = Field(default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "RAG_OPENAI_API_KEY"))
     openai_base_url: str | None = Field(default=None, validation_alias=AliasChoices("OPENAI_BASE_URL", "RAG_OPENAI_BASE_URL"))

@@ -250,6 +250,14 @@ class CallerFeedback:
         if r is None or not (self.caller.admin or r["user"] == self.caller.user):
             raise InputError("that answer is not in the log")  # the same for "not yours"
 
+    def owns(self, query_id: str) -> bool:
+        """Whether this answer is in the log and this caller may rate it (its own; admins: any)."""
+        try:
+            self._mine(query_id)
+        except InputError:
+            return False
+        return True
+
     def rate(self, query_id: str, rating: int, comment: str = "", reason: str | None = None) -> None:
         self._mine(query_id)
         self._log.rate(query_id, rating, comment, reason)

@@ -365,13 +365,14 @@ class Workspace:
                     best, best_score = (kb_id, doc.doc_id), score
         return best if best_score >= 0.6 else None
 
-    def retriever(self, kb_names: list[str], *, caller: Caller):
-        """A LangChain retriever over the given knowledge bases for this caller."""
+    def retriever(self, kb_names: list[str], *, caller: Caller, k: int | None = None):
+        """A LangChain retriever over the given knowledge bases for this caller (`k`: see
+        GroundworkRetriever; outside the app, GroundworkRetriever.from_data_dir builds one)."""
         from .retrieval.retriever import GroundworkRetriever
 
         kbs = self.resolve_kbs(kb_names, caller=caller)
         return GroundworkRetriever(pipeline=self.retrieval, filters=access.search_filters(caller, kbs),
-                                   settings=merged_settings(kbs))
+                                   settings=merged_settings(kbs), k=k)
 
     def search(
         self,

@@ -12,12 +12,13 @@ ROOT = Path(__file__).resolve().parents[1] / "rag_core"
 LAYERS = [
     {"errors", "models", "config", "db"},
     {"text", "access", "leases"},  # the shared lowest layer of logic
-    {"embeddings", "stores", "reader", "appdb", "evaluation", "feedback", "threads"},
+    {"embeddings", "stores", "reader", "appdb", "evaluation", "feedback", "threads", "api_keys", "schemas"},
     {"ingest", "retrieval", "grounding"},
     {"generation", "citation_view", "render"},
     {"workspace"},
+    {"public", "api"},  # what outsiders build on: the LangChain retriever, the HTTP service
     {"cli"},
-    {"__main__"},
+    {"__main__", "rag_core"},  # the entry points: `python -m rag_core`, `from rag_core import …`
 ]
 SAME_LAYER_OK = {("ingest", "embeddings"), ("ingest", "appdb"), ("appdb", "db")}
 LEVEL = {p: i for i, layer in enumerate(LAYERS) for p in layer}
@@ -29,7 +30,7 @@ def _imports() -> list[tuple[str, str, str]]:
     for f in ROOT.rglob("*.py"):
         rel = f.relative_to(ROOT.parent).with_suffix("")
         parts = list(rel.parts)
-        pkg_parts = parts if f.name == "__init__.py" else parts[:-1]
+        pkg_parts = parts[:-1]  # a module's package; for __init__.py, the package itself
         if parts[-1] == "__init__":
             parts = parts[:-1]
         me = parts[1] if len(parts) > 1 else "rag_core"

@@ -8,14 +8,14 @@ between calls, so concurrent chat sessions can share it."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from typing import Any
 
 import numpy as np
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document as LCDocument
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field
 
 from ..models import Chunk, RetrievalSettings, ScoredChunk, SearchFilters
 
@@ -48,11 +48,15 @@ class GroundworkRetriever(BaseRetriever):
     filters: SearchFilters | None = None
     settings: RetrievalSettings | None = None
     mode: str = "hybrid"
-
+    # LangChain's convention: `k` documents, from the constructor or `invoke(q, k=…)`. With a k
+    # the retriever ranks: min(k, available) documents, no minimum-relevance cut, MMR or token
+    # budget below k. Without one it chooses an answer's context (the knowledge bases' top_k,
+    # MMR, threshold and budget), as the answer chain needs.
+    k: int | None = Field(default=None, ge=1)
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
         filters: SearchFilters | None = None, settings: RetrievalSettings | None = None,
-        query_vector: np.ndarray | None = None, report: dict[str, Any] | None = None,
+        query_vector: np.ndarray | None = None, report: dict[str, Any] | None = None, k: int | None = None,
     ) -> list[LCDocument]:
         """`report`, when given, receives the run's info (the same dict each document carries
         under "retrieval") even when no document comes back: e.g. how many passages the
@@ -60,10 +64,16 @@ class GroundworkRetriever(BaseRetriever):
         filters = filters or self.filters
         if filters is None:
             raise ValueError("GroundworkRetriever needs filters (which knowledge bases, for whom)")
-        r = self.pipeline.run(query, filters, settings or self.settings or RetrievalSettings(),
-                              mode=self.mode, query_vector=query_vector)
+        k = k if k is not None else self.k
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+            raise ValueError(f"k must be a positive integer, not {k!r}")
+        rs = settings or self.settings or RetrievalSettings()
+        if k is not None:
+            rs = replace(rs, score_threshold=0.0)
+        r = self.pipeline.run(query, filters, rs, mode=self.mode, query_vector=query_vector, k=k)
         info = {"timings_ms": r.timings_ms, "lookup_source": r.lookup_source, "candidates": r.candidates,
                 "below_threshold": r.below_threshold, "lookup_chunks": r.lookup_chunks}
         if report is not None:
             report.update(info)
-        return [to_lc_document(x, info) for x in r.results]
+        results = r.results[:k] if k is not None else r.results  # a whole-document lookup returns all its passages
+        return [to_lc_document(x, info) for x in results]

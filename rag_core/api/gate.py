@@ -1,0 +1,98 @@
+"""The door every request passes before any route runs (plain ASGI, so it also sees streamed
+responses untouched): credentials (401 with WWW-Authenticate before the body is even read, let
+alone validated), the key's rate limit (429 with Retry-After), and the request size (413, from
+Content-Length or by counting a chunked body as it arrives)."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import anyio
+
+from .auth import Authenticator, RateLimiter, Unauthorized
+
+log = logging.getLogger("groundwork.api")
+
+OPEN_PATHS = {"/v1/health", "/v1/ready", "/docs", "/docs/oauth2-redirect", "/openapi.json", "/redoc"}
+
+
+def error_body(code: str, message: str) -> bytes:
+    return json.dumps({"error": {"code": code, "message": message}}).encode()
+
+
+async def send_error(send, status: int, code: str, message: str, headers: list[tuple[bytes, bytes]] = ()) -> None:
+    body = error_body(code, message)
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            *headers]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class TooLarge(Exception):
+    pass
+
+
+class Gate:
+    def __init__(self, app, auth: Authenticator, limiter: RateLimiter, max_body: int, max_upload: int):
+        self.app = app
+        self.auth = auth
+        self.limiter = limiter
+        self.max_body = max_body
+        self.max_upload = max_upload
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or not scope["path"].startswith("/v1/"):
+            await self.app(scope, receive, send)
+            return
+        if scope["method"] == "OPTIONS":  # a CORS preflight carries no credentials by design
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        try:
+            principal = await anyio.to_thread.run_sync(self.auth.resolve, headers.get("authorization"))
+        except Unauthorized as exc:
+            challenge = 'Bearer realm="groundwork"' + (', error="invalid_token"' if exc.invalid else "")
+            await send_error(send, 401, "unauthorized", str(exc), [(b"www-authenticate", challenge.encode())])
+            return
+        wait = self.limiter.take(principal.key)
+        if wait > 0:
+            await send_error(send, 429, "rate_limited",
+                             f"too many requests for this key: try again in {RateLimiter.retry_after(wait)} s",
+                             [(b"retry-after", RateLimiter.retry_after(wait).encode())])
+            return
+        scope.setdefault("state", {})["principal"] = principal
+        upload = scope["method"] == "POST" and scope["path"].endswith("/documents")
+        limit = self.max_upload if upload else self.max_body
+        length = headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > limit:
+            await send_error(send, 413, "too_large", _too_large(limit, upload))
+            return
+        seen = 0
+        started = False
+
+        async def counted_receive():
+            nonlocal seen
+            msg = await receive()
+            if msg["type"] == "http.request":
+                seen += len(msg.get("body", b""))
+                if seen > limit:
+                    raise TooLarge
+            return msg
+
+        async def tracked_send(msg):
+            nonlocal started
+            if msg["type"] == "http.response.start":
+                started = True
+            await send(msg)
+
+        try:
+            await self.app(scope, counted_receive, tracked_send)
+        except TooLarge:
+            if not started:
+                await send_error(send, 413, "too_large", _too_large(limit, upload))
+
+
+def _too_large(limit: int, upload: bool) -> str:
+    what = "upload" if upload else "request body"
+    return f"the {what} is larger than the server accepts ({limit / 2**20:.1f} MB)"

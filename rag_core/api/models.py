@@ -1,0 +1,80 @@
+"""Request bodies of the HTTP API (DESIGN.md §6b). Unknown fields are refused (a typo such as
+`knowledge_base` must not silently ask every knowledge base nothing); the OpenAI-compatible
+bodies are the exception (openai_compat.py): clients send many optional fields of their own."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Name = Field(min_length=1, max_length=200)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class QueryRequest(Strict):
+    question: str = Field(min_length=1)
+    knowledge_bases: list[str] = Field(min_length=1, max_length=50)
+    documents: list[str] | None = Field(default=None, max_length=1000, description="scope: these document ids only")
+    thread_id: str | None = Field(default=None, description="a conversation (POST /v1/threads) to continue and save to")
+    stream: bool = False
+    after: str | None = Field(default=None, description="YYYY-MM-DD (document dates: not available yet)")
+    before: str | None = None
+
+
+class SearchRequest(Strict):
+    query: str = Field(min_length=1)
+    knowledge_bases: list[str] = Field(min_length=1, max_length=50)
+    top_k: int = Field(default=10, ge=1, le=100)
+    mode: Literal["hybrid", "keyword", "vector"] = "hybrid"
+    rerank: bool = True
+
+
+class RetrievalIn(Strict):
+    top_k: int | None = Field(default=None, ge=1, le=50)
+    alpha: float | None = Field(default=None, ge=0.0, le=1.0)
+    fusion: Literal["relative_score", "rrf"] | None = None
+    rerank: bool | None = None
+    mmr_lambda: float | None = Field(default=None, ge=0.0, le=1.0)
+    score_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    context_tokens: int | None = Field(default=None, ge=200, le=100_000)
+
+
+class KnowledgeBaseCreate(Strict):
+    name: str = Name
+    description: str = Field(default="", max_length=2000)
+    instructions: str = Field(default="", max_length=8000)
+    grounded_only: bool = False
+    retrieval: RetrievalIn | None = None
+    allow_users: list[str] = Field(default_factory=list)
+    allow_groups: list[str] = Field(default_factory=list)
+    owners: list[str] = Field(default_factory=list)
+
+
+class KnowledgeBaseUpdate(Strict):
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    description: str | None = Field(default=None, max_length=2000)
+    instructions: str | None = Field(default=None, max_length=8000)
+    grounded_only: bool | None = None
+    retrieval: RetrievalIn | None = None
+    allow_users: list[str] | None = None
+    allow_groups: list[str] | None = None
+    owners: list[str] | None = None
+
+
+class FeedbackRequest(Strict):
+    query_id: str = Field(min_length=1, max_length=64)
+    rating: Literal[1, -1]
+    reason: str | None = None
+    comment: str = Field(default="", max_length=2000)
+
+
+class ThreadCreate(Strict):
+    title: str = Field(default="New chat", min_length=1, max_length=120)
+
+
+class ThreadRename(Strict):
+    title: str = Field(min_length=1, max_length=120)

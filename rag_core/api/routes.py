@@ -1,0 +1,325 @@
+"""The REST resources (DESIGN.md §6b): knowledge bases, documents, jobs, query, search, feedback,
+threads. Thin: each route calls the Workspace with the request's caller (resolved by gate.py) and
+shapes the result; access decisions are the Workspace's (rag_core/access.py), so a hidden
+knowledge base is a 404 exactly like a missing one."""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+from dataclasses import asdict
+
+from fastapi import APIRouter, Depends, File, Request, UploadFile
+from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+
+from ..errors import InputError, NotFound
+from ..models import RetrievalSettings
+from ..schemas import AnswerOut, kb_row
+from . import answering
+from .auth import Principal
+from .models import (FeedbackRequest, KnowledgeBaseCreate, KnowledgeBaseUpdate, QueryRequest, SearchRequest,
+                     ThreadCreate, ThreadRename)
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str):
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+def need(scope: str):
+    def check(request: Request) -> Principal:
+        p: Principal = request.state.principal
+        if not p.allows(scope):
+            raise ApiError(403, "insufficient_scope", f"this needs a credential with the '{scope}' scope "
+                                                      f"(this one has '{p.scope}')")
+        return p
+    return Depends(check)
+
+
+READ, WRITE, ADMIN = need("read"), need("write"), need("admin")
+router = APIRouter(prefix="/v1")
+
+
+def ws_of(request: Request):
+    return request.app.state.ws
+
+
+# ---- knowledge bases ----------------------------------------------------------------------
+def _kb_out(ws, kb, caller) -> dict:
+    docs, chunks = ws.kb_counts(kb.kb_id, caller=caller)
+    return {**kb_row(kb), "retrieval": asdict(kb.retrieval), "documents": docs, "chunks": chunks,
+            "may_change": ws.can_write(kb.kb_id, caller=caller)}
+
+
+def _retrieval(base: RetrievalSettings, given) -> RetrievalSettings:
+    if given is None:
+        return base
+    return RetrievalSettings(**{**asdict(base), **given.model_dump(exclude_none=True)})
+
+
+@router.get("/knowledge-bases", tags=["knowledge bases"])
+def list_kbs(request: Request, p: Principal = READ):
+    ws = ws_of(request)
+    return {"data": [_kb_out(ws, kb, p.caller) for kb in ws.list_kbs(caller=p.caller)]}
+
+
+@router.post("/knowledge-bases", status_code=201, tags=["knowledge bases"])
+def create_kb(body: KnowledgeBaseCreate, request: Request, p: Principal = WRITE):
+    ws = ws_of(request)
+    kb = ws.create_kb(body.name, caller=p.caller, description=body.description, instructions=body.instructions,
+                      grounded_only=body.grounded_only, retrieval=_retrieval(RetrievalSettings(), body.retrieval),
+                      acl_users=body.allow_users, acl_groups=body.allow_groups, owners=body.owners)
+    return _kb_out(ws, kb, p.caller)
+
+
+@router.get("/knowledge-bases/{kb}", tags=["knowledge bases"])
+def get_kb(kb: str, request: Request, p: Principal = READ):
+    ws = ws_of(request)
+    return _kb_out(ws, ws.get_kb(kb, caller=p.caller), p.caller)
+
+
+@router.patch("/knowledge-bases/{kb}", tags=["knowledge bases"])
+def update_kb(kb: str, body: KnowledgeBaseUpdate, request: Request, p: Principal = WRITE):
+    ws = ws_of(request)
+    current = ws.writable_kb(kb, caller=p.caller)
+    names = {"name": "name", "description": "description", "instructions": "instructions",
+             "grounded_only": "grounded_only", "allow_users": "acl_users", "allow_groups": "acl_groups",
+             "owners": "owners"}
+    changes = {names[k]: v for k, v in body.model_dump(exclude_none=True, exclude={"retrieval"}).items()}
+    if body.retrieval is not None:
+        changes["retrieval"] = _retrieval(current.retrieval, body.retrieval)
+    new = ws.update_kb(current.kb_id, caller=p.caller, **changes) if changes else current
+    return _kb_out(ws, new, p.caller)
+
+
+@router.delete("/knowledge-bases/{kb}", status_code=204, tags=["knowledge bases"])
+def delete_kb(kb: str, request: Request, p: Principal = WRITE):
+    ws_of(request).delete_kb(kb, caller=p.caller)
+    return Response(status_code=204)
+
+
+# ---- documents and jobs ---------------------------------------------------------------------
+_DOC_FIELDS = ("doc_id", "kb_id", "source", "title", "mime", "sha256", "pages", "chunks", "status", "reason",
+               "created_at")
+
+
+@router.get("/knowledge-bases/{kb}/documents", tags=["documents"])
+def list_documents(kb: str, request: Request, p: Principal = READ):
+    docs = ws_of(request).list_documents(kb, caller=p.caller, status="visible")
+    return {"data": [{k: getattr(d, k) for k in _DOC_FIELDS} for d in docs]}
+
+
+@router.post("/knowledge-bases/{kb}/documents", status_code=202, tags=["documents"])
+async def upload_documents(kb: str, request: Request, files: list[UploadFile] = File(...), p: Principal = WRITE):
+    """Queue files for the same background jobs as the Upload page; returns the job id at once.
+    A 0-byte or oversized file, or too many files, refuses the whole request before anything is
+    stored (nothing half-made); files that turn out unreadable (corrupt, encrypted, image-only
+    without OCR) are reported by name in the job's report, and the rest of the batch goes in."""
+    import anyio
+
+    ws = ws_of(request)
+    target = await anyio.to_thread.run_sync(lambda: ws.writable_kb(kb, caller=p.caller))
+    s = ws.settings
+    if len(files) > s.max_files_per_batch:
+        raise ApiError(400, "too_many_files", f"{len(files)} files in one request; the limit is {s.max_files_per_batch}")
+    batch, problems, too_big = [], [], False
+    for f in files:
+        name = (f.filename or "").replace("\\", "/").rsplit("/", 1)[-1].strip()
+        data = await f.read(s.max_file_mb * 2**20 + 1)
+        if not name:
+            problems.append("a file has no name")
+        elif not data:
+            problems.append(f"{name}: the file is empty (0 bytes)")
+        elif len(data) > s.max_file_mb * 2**20:
+            too_big = True
+            problems.append(f"{name}: larger than the {s.max_file_mb} MB limit per file")
+        batch.append((name, data))
+    if problems:
+        raise ApiError(413 if too_big else 400, "too_large" if too_big else "bad_file",
+                       "nothing was uploaded: " + "; ".join(problems))
+    job_id = await anyio.to_thread.run_sync(lambda: ws.submit_upload(target.kb_id, batch, caller=p.caller))
+    return {"job_id": job_id, "status_url": f"/v1/jobs/{job_id}", "files": [n for n, _ in batch]}
+
+
+@router.delete("/knowledge-bases/{kb}/documents/{doc_id}", status_code=204, tags=["documents"])
+def delete_document(kb: str, doc_id: str, request: Request, p: Principal = WRITE):
+    if not ws_of(request).delete_document(kb, doc_id, caller=p.caller):
+        raise NotFound("no such document")
+    return Response(status_code=204)
+
+
+@router.get("/knowledge-bases/{kb}/documents/{doc_id}/original", tags=["documents"])
+def download_original(kb: str, doc_id: str, request: Request, p: Principal = READ):
+    ws = ws_of(request)
+    target = ws.get_kb(kb, caller=p.caller)
+    doc = ws.accessible_document(target.kb_id, doc_id, caller=p.caller)
+    data = ws.original_bytes(target.kb_id, doc_id, caller=p.caller)
+    quoted = urllib.parse.quote(doc.source, safe="")
+    return Response(data, media_type=doc.mime or "application/octet-stream",
+                    headers={"Content-Disposition": f"attachment; filename*=UTF-8''{quoted}"})
+
+
+def _job_out(job) -> dict:
+    return {"job_id": job.job_id, "kb_id": job.kb_id, "status": job.status, "summary": job.summary(),
+            "created": job.created, "started": job.started, "finished": job.finished,
+            "files": [name for name, _ in job.files], "reports": job.reports, "progress": job.progress,
+            "error": job.error, "cancel_requested": job.cancel, "waiting_for_password": job.locked_files()}
+
+
+@router.get("/jobs/{job_id}", tags=["jobs"])
+def get_job(job_id: str, request: Request, p: Principal = WRITE):
+    return _job_out(ws_of(request).job(job_id, caller=p.caller))
+
+
+@router.post("/jobs/{job_id}/cancel", tags=["jobs"])
+def cancel_job(job_id: str, request: Request, p: Principal = WRITE):
+    ws = ws_of(request)
+    ws.cancel_job(job_id, caller=p.caller)
+    return _job_out(ws.job(job_id, caller=p.caller))
+
+
+# ---- answers --------------------------------------------------------------------------------
+def sse(event: str, data: dict) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+@router.post("/query", tags=["answers"])
+async def query(body: QueryRequest, request: Request, p: Principal = READ):
+    """The answer with its citations, the two scores and the confidence, or an abstention with
+    its reason and the closest passages. `stream: true` → server-sent events: `token`, `status`,
+    `restart` (the text so far is replaced), `notice`, then `answer` (the verified answer, the
+    same body as the JSON reply) or `error`."""
+    import anyio
+
+    if body.after or body.before:
+        raise ApiError(400, "not_supported", "document dates (after/before) are not available on this server yet")
+    ws = ws_of(request)
+    metrics = request.app.state.metrics
+    q = await anyio.to_thread.run_sync(lambda: answering.prepare(
+        ws, p.caller, body.question, body.knowledge_bases, body.documents, body.thread_id))
+    if not body.stream:
+        answer = await anyio.to_thread.run_sync(answering.run, ws, q)
+        qid = await anyio.to_thread.run_sync(answering.record, ws, q, answer, metrics)
+        return AnswerOut.of(answer, qid, query_id=qid, thread_id=q.thread_id).model_dump()
+
+    async def stream():
+        try:
+            async for ev in answering.events(ws, q):
+                if ev.kind == "answer":
+                    qid = await anyio.to_thread.run_sync(answering.record, ws, q, ev.answer, metrics)
+                    yield sse("answer", AnswerOut.of(ev.answer, qid, query_id=qid, thread_id=q.thread_id).model_dump())
+                else:
+                    yield sse(ev.kind, {"text": ev.text})
+        except Exception as exc:  # noqa: BLE001 - the status line is sent: report in the stream
+            yield sse("error", error_payload(exc))
+
+    return StreamingResponse(stream(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+def error_payload(exc: Exception) -> dict:
+    from ..errors import GroundworkError
+
+    if isinstance(exc, GroundworkError):
+        return {"error": {"code": "bad_request", "message": str(exc)}}
+    return {"error": {"code": "internal_error", "message": "the answer failed on the server"}}
+
+
+@router.post("/search", tags=["answers"])
+def search(body: SearchRequest, request: Request, p: Principal = READ):
+    ws = ws_of(request)
+    if len(body.query) > ws.settings.api_max_question_chars:
+        raise InputError(f"the query is too long (limit {ws.settings.api_max_question_chars} characters)")
+    r = ws.search(body.knowledge_bases, body.query, k=body.top_k, mode=body.mode, rerank=body.rerank, caller=p.caller)
+    return {"query": body.query, "timings_ms": r.timings_ms, "results": [
+        {"doc_id": x.chunk.doc_id, "chunk_id": x.chunk.chunk_id, "kb_id": x.chunk.kb_id, "score": x.score,
+         "source": x.chunk.source, "title": x.chunk.title, "section": x.chunk.section,
+         "page_start": x.chunk.page_start, "page_end": x.chunk.page_end, "text": x.chunk.text}
+        for x in r.results]}
+
+
+@router.post("/feedback", tags=["answers"])
+def feedback(body: FeedbackRequest, request: Request, p: Principal = READ):
+    fb = ws_of(request).feedback_for(caller=p.caller)
+    if not fb.owns(body.query_id):
+        raise NotFound("no such answer")  # another user's reads the same as a missing one
+    fb.rate(body.query_id, body.rating, body.comment, body.reason)
+    rating, comment, reason = fb.rating_of(body.query_id)
+    return {"query_id": body.query_id, "rating": rating, "comment": comment, "reason": reason}
+
+
+# ---- threads --------------------------------------------------------------------------------
+def _thread_out(t) -> dict:
+    return {"thread_id": t.thread_id, "title": t.title, "created": t.created, "updated": t.updated}
+
+
+@router.get("/threads", tags=["threads"])
+def list_threads(request: Request, p: Principal = READ):
+    return {"data": [_thread_out(t) for t in ws_of(request).conversations(caller=p.caller).list()]}
+
+
+@router.post("/threads", status_code=201, tags=["threads"])
+def create_thread(body: ThreadCreate, request: Request, p: Principal = READ):
+    convs = ws_of(request).conversations(caller=p.caller)
+    tid = convs.create(body.title)
+    return next(_thread_out(t) for t in convs.list() if t.thread_id == tid)
+
+
+@router.get("/threads/{thread_id}", tags=["threads"])
+def read_thread(thread_id: str, request: Request, p: Principal = READ):
+    convs = ws_of(request).conversations(caller=p.caller)
+    msgs = convs.messages(thread_id)
+    thread = next(t for t in convs.list() if t.thread_id == thread_id)
+    out = []
+    for m in msgs:
+        row = {"role": m["role"], "content": m["content"]}
+        if "answer" in m:
+            row["answer"] = AnswerOut.of(m["answer"], m.get("query_id"), query_id=m.get("query_id")).model_dump()
+        out.append(row)
+    return {**_thread_out(thread), "messages": out}
+
+
+@router.patch("/threads/{thread_id}", tags=["threads"])
+def rename_thread(thread_id: str, body: ThreadRename, request: Request, p: Principal = READ):
+    convs = ws_of(request).conversations(caller=p.caller)
+    convs.rename(thread_id, body.title)
+    return next(_thread_out(t) for t in convs.list() if t.thread_id == thread_id)
+
+
+@router.delete("/threads/{thread_id}", status_code=204, tags=["threads"])
+def delete_thread(thread_id: str, request: Request, p: Principal = READ):
+    ws_of(request).conversations(caller=p.caller).delete(thread_id)
+    return Response(status_code=204)
+
+
+@router.get("/threads/{thread_id}/export", tags=["threads"], response_class=PlainTextResponse)
+def export_thread(thread_id: str, request: Request, p: Principal = READ):
+    md = ws_of(request).conversations(caller=p.caller).markdown(thread_id)
+    return PlainTextResponse(md, media_type="text/markdown; charset=utf-8",
+                             headers={"Content-Disposition": f'attachment; filename="conversation-{thread_id[:8]}.md"'})
+
+
+# ---- service ----------------------------------------------------------------------------------
+@router.get("/health", tags=["service"])
+def health():
+    return {"status": "ok"}
+
+
+@router.get("/ready", tags=["service"])
+def ready(request: Request):
+    """Ready when the database answers and the store can count its chunks (a Weaviate server
+    that is down makes this 503, so a load balancer stops sending traffic here)."""
+    ws = ws_of(request)
+    try:
+        ws.db.query_one("SELECT 1")
+        chunks = ws.store.count()
+    except Exception as exc:  # noqa: BLE001 - any failure means not ready
+        return JSONResponse({"status": "not ready", "reason": type(exc).__name__}, status_code=503)
+    return {"status": "ready", "store": ws.settings.store, "chunks": chunks}
+
+
+@router.get("/metrics", tags=["service"], response_class=PlainTextResponse)
+def metrics(request: Request, p: Principal = ADMIN):
+    body, ctype = request.app.state.metrics.render()
+    return Response(body, media_type=ctype)

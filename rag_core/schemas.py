@@ -1,0 +1,65 @@
+"""Typed shapes at the boundary, shared by the CLI's JSON (DESIGN.md §6: an `A.jsonl` line) and
+the HTTP API (§6b: the body of `POST /v1/query`'s answer). One definition, so the two cannot
+drift apart. Pydantic only: the CLI imports this without FastAPI."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .models import Answer, Citation
+
+CITATION_FIELDS = ("n", "doc_id", "source", "page", "chunk_id", "snippet", "score")
+
+
+class CitationOut(BaseModel):
+    n: int
+    doc_id: str
+    source: str
+    page: int
+    chunk_id: str
+    snippet: str
+    score: float
+
+    @classmethod
+    def of(cls, c: Citation) -> CitationOut:
+        return cls(**{k: getattr(c, k) for k in CITATION_FIELDS})
+
+
+class AnswerOut(BaseModel):
+    """A verified answer as the outside sees it: the text with [n] markers, its citations, the
+    two scores and the confidence shown, or an abstention with its reason and the closest
+    passages (never counted as an answer)."""
+
+    model_config = ConfigDict(extra="allow")  # the API adds query_id / thread_id
+
+    id: Any = None
+    answer: str
+    abstained: bool
+    reason: str = ""
+    citations: list[CitationOut] = Field(default_factory=list)
+    grounding_score: float
+    answers_question: float
+    confidence: float
+    evidence_score: float = 0.0
+    mode: str
+    claims: list[dict[str, Any]] = Field(default_factory=list)
+    invalid_citations: int = 0
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    closest: list[CitationOut] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, a: Answer, id: Any = None, **extra: Any) -> AnswerOut:
+        return cls(id=id, answer=a.text, abstained=a.abstained, reason=a.reason,
+                   citations=[CitationOut.of(c) for c in a.citations], grounding_score=a.grounding_score,
+                   answers_question=a.answers_question, confidence=a.confidence, evidence_score=a.evidence_score,
+                   mode=a.mode, claims=[c.to_dict() for c in a.claims], invalid_citations=a.invalid_citations,
+                   timings_ms=a.timings_ms, closest=[CitationOut.of(c) for c in a.closest], **extra)
+
+
+def kb_row(kb) -> dict[str, Any]:
+    """A knowledge base as the CLI's `kb list --json` and the API's /v1/knowledge-bases show it."""
+    return {"kb_id": kb.kb_id, "name": kb.name, "description": kb.description, "tenant": kb.tenant,
+            "owners": kb.owners, "users": kb.acl_users, "groups": kb.acl_groups,
+            "grounded_only": kb.grounded_only, "instructions": kb.instructions}

@@ -1,0 +1,167 @@
+"""The API end to end on a real uvicorn server (`python -m rag_core serve`): every capability
+through HTTP, answered by the same chain as the app."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import httpx
+
+from tests.helpers import make_pdf
+
+
+def sse_events(response: httpx.Response) -> list[tuple[str, dict, float]]:
+    """(event, data, arrival time) for each server-sent event."""
+    out, event = [], None
+    for line in response.iter_lines():
+        if line.startswith("event: "):
+            event = line[7:]
+        elif line.startswith("data: "):
+            out.append((event, json.loads(line[6:]), time.perf_counter()))
+    return out
+
+
+def test_health_needs_no_credentials_and_docs_are_served(api):
+    base, _, _ = api
+    assert httpx.get(f"{base}/v1/health").json() == {"status": "ok"}
+    ready = httpx.get(f"{base}/v1/ready").json()
+    assert ready["status"] == "ready" and ready["chunks"] >= 3
+    schema = httpx.get(f"{base}/openapi.json").json()
+    assert "/v1/query" in schema["paths"] and "/v1/chat/completions" in schema["paths"]
+    assert httpx.get(f"{base}/docs").status_code == 200
+
+
+def test_query_answers_with_citations_scores_and_a_query_id(client):
+    r = client("alice").post("/v1/query", json={"question": "How many vacation days do staff get?",
+                                                "knowledge_bases": ["handbook"]})
+    assert r.status_code == 200, r.text
+    a = r.json()
+    assert not a["abstained"] and "25" in a["answer"]
+    c = a["citations"][0]
+    assert c["source"] == "handbook.md" and c["page"] == 1 and c["chunk_id"] and "25 vacation days" in c["snippet"]
+    assert 0.5 <= a["grounding_score"] <= 1 and 0 < a["answers_question"] <= 1 and 0 < a["confidence"] <= 1
+    assert a["query_id"] and a["timings_ms"]["total"] > 0 and a["mode"] == "extractive"
+
+
+def test_a_question_the_documents_do_not_answer_abstains_with_closest_passages(client):
+    a = client("alice").post("/v1/query", json={"question": "Which airline do staff fly with to Tokyo?",
+                                                "knowledge_bases": ["handbook"]}).json()
+    assert a["abstained"] and a["reason"] and a["citations"] == []
+    assert all(p["source"] == "handbook.md" for p in a["closest"])
+
+
+def test_streamed_query_sends_tokens_then_the_verified_answer(client):
+    with client("alice").stream("POST", "/v1/query", json={
+            "question": "When does the office open?", "knowledge_bases": ["handbook"], "stream": True}) as r:
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+        events = sse_events(r)
+    kinds = [e for e, _, _ in events]
+    assert "token" in kinds and kinds[-1] == "answer"
+    assert kinds.index("token") < kinds.index("answer")
+    final = events[-1][1]
+    assert "8 o'clock" in final["answer"] and final["citations"] and final["query_id"]
+
+
+def test_search_returns_ranked_passages_of_visible_knowledge_bases(client):
+    r = client("alice").post("/v1/search", json={"query": "train tickets", "knowledge_bases": ["handbook"],
+                                                 "top_k": 2})
+    res = r.json()["results"]
+    assert 1 <= len(res) <= 2 and "travel desk" in res[0]["text"]
+    assert res[0]["score"] >= res[-1]["score"]
+
+
+def test_feedback_on_an_answer_shows_in_the_log(client, api):
+    from rag_core.feedback import FeedbackLog
+    from rag_core.db import Database
+
+    alice = client("alice")
+    qid = alice.post("/v1/query", json={"question": "When does the office open?",
+                                        "knowledge_bases": ["handbook"]}).json()["query_id"]
+    r = alice.post("/v1/feedback", json={"query_id": qid, "rating": -1, "reason": "incomplete",
+                                         "comment": "which days?"})
+    assert r.status_code == 200 and r.json()["rating"] == -1
+    from rag_core.config import get_settings
+
+    db = Database(get_settings(api[2]).db_path)
+    try:
+        df = FeedbackLog(db).frame()
+        row = df[df["query_id"] == qid].iloc[0]
+        assert row["rating"] == -1 and row["reason"] == "incomplete" and row["user"] == "alice"
+    finally:
+        db.close()
+    # Bob cannot rate Alice's answer: it reads as missing.
+    assert client("bob").post("/v1/feedback", json={"query_id": qid, "rating": 1}).status_code == 404
+
+
+def test_threads_keep_the_conversation_and_export_it(client):
+    alice = client("alice")
+    tid = alice.post("/v1/threads", json={"title": "Office"}).json()["thread_id"]
+    a1 = alice.post("/v1/query", json={"question": "When does the office open?", "knowledge_bases": ["handbook"],
+                                       "thread_id": tid}).json()
+    assert a1["thread_id"] == tid and not a1["abstained"]
+    t = alice.get(f"/v1/threads/{tid}").json()
+    assert [m["role"] for m in t["messages"]] == ["user", "assistant"]
+    assert t["messages"][1]["answer"]["query_id"] == a1["query_id"]
+    assert alice.patch(f"/v1/threads/{tid}", json={"title": "Opening hours"}).json()["title"] == "Opening hours"
+    md = alice.get(f"/v1/threads/{tid}/export")
+    assert md.headers["content-type"].startswith("text/markdown") and "8 o'clock" in md.text
+    assert tid in [x["thread_id"] for x in alice.get("/v1/threads").json()["data"]]
+    assert client("bob").get(f"/v1/threads/{tid}").status_code == 404  # another user's thread
+    assert alice.delete(f"/v1/threads/{tid}").status_code == 204
+    assert alice.get(f"/v1/threads/{tid}").status_code == 404
+
+
+def test_knowledge_base_lifecycle_upload_job_download_delete(client, tmp_path):
+    alice = client("alice")
+    r = alice.post("/v1/knowledge-bases", json={"name": "api-docs", "description": "made over HTTP",
+                                                "grounded_only": True, "retrieval": {"top_k": 4}})
+    assert r.status_code == 201, r.text
+    kb = r.json()
+    assert kb["owners"] == ["alice"] and kb["grounded_only"] and kb["retrieval"]["top_k"] == 4
+    r = alice.patch("/v1/knowledge-bases/api-docs", json={"instructions": "Answer briefly.",
+                                                          "retrieval": {"alpha": 0.3}})
+    assert r.json()["instructions"] == "Answer briefly." and r.json()["retrieval"] == {**kb["retrieval"], "alpha": 0.3}
+
+    pdf = make_pdf(["Saturn has a hexagon-shaped storm at its north pole.", "Page two says nothing else."])
+    files = [("files", ("saturn.pdf", pdf, "application/pdf")),
+             ("files", ("broken.pdf", b"%PDF-1.4 this is not really a pdf", "application/pdf"))]
+    r = alice.post("/v1/knowledge-bases/api-docs/documents", files=files)
+    assert r.status_code == 202, r.text
+    job_id = r.json()["job_id"]
+    deadline = time.time() + 180
+    while (job := alice.get(f"/v1/jobs/{job_id}").json())["status"] in ("queued", "running"):
+        assert time.time() < deadline, job
+        time.sleep(0.5)
+    assert job["status"] == "done", job
+    by_file = {x["file"]: x for x in job["reports"]}
+    assert by_file["saturn.pdf"]["status"] == "ingested" and by_file["saturn.pdf"]["pages"] == 2
+    assert by_file["broken.pdf"]["status"] == "failed" and by_file["broken.pdf"]["reason"]
+
+    docs = alice.get("/v1/knowledge-bases/api-docs/documents").json()["data"]
+    assert [d["source"] for d in docs] == ["saturn.pdf"]
+    doc_id = docs[0]["doc_id"]
+    orig = alice.get(f"/v1/knowledge-bases/api-docs/documents/{doc_id}/original")
+    assert orig.content == pdf and "saturn.pdf" in orig.headers["content-disposition"]
+
+    a = alice.post("/v1/query", json={"question": "What shape is the storm at Saturn's north pole?",
+                                      "knowledge_bases": ["api-docs"]}).json()
+    assert not a["abstained"] and a["citations"][0]["doc_id"] == doc_id
+
+    assert alice.delete(f"/v1/knowledge-bases/api-docs/documents/{doc_id}").status_code == 204
+    hits = alice.post("/v1/search", json={"query": "Saturn hexagon storm", "knowledge_bases": ["api-docs"]}).json()
+    assert hits["results"] == []  # a deleted document is never retrieved again
+    assert alice.delete(f"/v1/knowledge-bases/api-docs/documents/{doc_id}").status_code == 404
+    assert alice.delete("/v1/knowledge-bases/api-docs").status_code == 204
+    assert alice.get("/v1/knowledge-bases/api-docs").status_code == 404
+
+
+def test_metrics_count_requests_stages_and_abstentions_for_admins(client):
+    client("alice").post("/v1/query", json={"question": "When does the office open?", "knowledge_bases": ["handbook"]})
+    assert client(None).get("/v1/knowledge-bases").status_code == 401
+    assert client("alice").get("/v1/metrics").status_code == 403  # not an admin key
+    text = client("admin").get("/v1/metrics").text
+    assert 'groundwork_http_requests_total{method="POST",route="/v1/query",status="200"}' in text
+    assert 'groundwork_answers_total{mode="extractive",outcome="answered"}' in text
+    assert 'groundwork_answer_stage_seconds_count{stage="retrieve"}' in text
+    assert 'groundwork_http_requests_total{method="GET",route="(refused)",status="401"}' in text
