@@ -24,8 +24,50 @@ with st.expander("Create a knowledge base", expanded=not kb_names()):
                 ws.create_kb(name, caller=me, description=desc, **private)
                 st.rerun()
 
+
+
+def api_keys_section() -> None:
+    """Admins: keys for the HTTP API (`python -m rag_core serve`), per user and scope. A key is
+    shown once, at creation; only its hash is kept."""
+    if not me.admin:
+        return
+    keys = ws.api_keys
+    with st.expander("API keys (admins)"):
+        st.caption("Keys let programs use the HTTP API as a user: read (ask, search), write (also change knowledge "
+                   "bases and documents), admin (everything).")
+        with st.form("api_key_create", clear_on_submit=True):
+            user = st.text_input("User", help="The key acts as this user (their knowledge bases and access).")
+            groups = st.text_input("Groups (comma-separated)")
+            tenant = st.text_input("Tenant")
+            scope = st.selectbox("Scope", ["read", "write", "admin"])
+            label = st.text_input("Label", help="What the key is for, e.g. 'Slack bot'.")
+            if st.form_submit_button("Create key"):
+                with friendly_errors("Creating the key"):
+                    st.session_state.new_api_key = keys.create(user, scope, groups, tenant or None, label, by=me).key
+        if new := st.session_state.pop("new_api_key", None):
+            st.success("Key created. Copy it now: it is not shown again.")
+            st.code(new, language=None)
+        rows = [k.to_dict() for k in keys.list(by=me)]
+        if rows:
+            import pandas as pd
+
+            df = pd.DataFrame(rows)[["key_id", "user", "scope", "label", "groups", "tenant", "created", "last_used",
+                                     "revoked"]]
+            for col in ("created", "last_used", "revoked"):
+                df[col] = pd.to_datetime(df[col], unit="s")
+            st.dataframe(df, hide_index=True)
+            active = [r["key_id"] for r in rows if not r["revoked"]]
+            if active:
+                victim = st.selectbox("Revoke a key", active, key="api_key_revoke")
+                if st.button("Revoke", key="api_key_revoke_btn"):
+                    with friendly_errors("Revoking"):
+                        keys.revoke(victim, by=me)
+                        st.rerun()
+
+
 names = kb_names()
 if not names:
+    api_keys_section()
     st.stop()
 kb = ws.get_kb(st.selectbox("Knowledge base", names, key="settings_kb"), caller=me)
 # Who may change it (settings, access, deletion): its owners and admins (rag_core/access.py).
@@ -115,3 +157,5 @@ with st.expander("Delete this knowledge base"):
             ws.delete_kb(kb.kb_id, caller=me)
             st.session_state.pop("settings_kb", None)
             st.rerun()
+
+api_keys_section()

@@ -166,6 +166,13 @@ class Workspace:
 
         return UserThreads(self.threads, caller.user)
 
+    @cached_property
+    def api_keys(self):
+        """Keys for the HTTP API (every method takes `by=`, the caller managing them)."""
+        from .api_keys import ApiKeys
+
+        return ApiKeys(self.db)
+
     def feedback_for(self, *, caller: Caller):
         """The query log and feedback as this caller may use them: log and rate their own
         answers; analytics over their own answers (admins: everyone's) in knowledge bases they

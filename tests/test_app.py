@@ -373,3 +373,37 @@ def test_an_abstention_shows_the_closest_passages_under_a_heading_that_says_so(d
     assert box, "no closest-passages section"
     assert [b.label for b in at.button if b.label.startswith("volcanoes")] == ["volcanoes\\.md · p. 1"]
     assert not any("Supported" in c.value for c in at.caption)  # not scored like an answer
+
+
+def test_admin_creates_shows_once_and_revokes_an_api_key(data_dir):
+    from rag_core.api_keys import ApiKeys
+
+    at = app().run()
+    at.switch_page("pages/knowledge_bases.py").run()  # the local operator is an admin
+    by_label = lambda widgets, label: next(w for w in widgets if w.label == label)  # noqa: E731
+    by_label(at.text_input, "User").set_value("slackbot")
+    by_label(at.text_input, "Label").set_value("Slack bot")
+    by_label(at.selectbox, "Scope").set_value("read")
+    by_label(at.button, "Create key").click().run()
+    assert not at.exception
+    shown = [c.value for c in at.code if c.value.startswith("gwk_")]
+    assert len(shown) == 1
+    ws = Workspace(get_settings(data_dir))
+    try:
+        key = ApiKeys(ws.db).authenticate(shown[0])
+        assert key is not None and key.user == "slackbot" and key.scope == "read" and key.label == "Slack bot"
+        at.run()  # shown once: gone on the next run
+        assert not [c for c in at.code if c.value.startswith("gwk_")]
+        by_label(at.button, "Revoke").click().run()
+        assert not at.exception
+        assert ApiKeys(ws.db).authenticate(shown[0]) is None
+    finally:
+        ws.close()
+
+
+def test_api_keys_section_is_for_admins_only(data_dir, monkeypatch):
+    monkeypatch.setenv("RAG_USER", "bob")
+    at = app().run()
+    at.switch_page("pages/knowledge_bases.py").run()
+    assert not at.exception
+    assert not [b for b in at.button if b.label == "Create key"]

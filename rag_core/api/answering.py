@@ -56,15 +56,17 @@ def run(ws, q: Question) -> Answer:
     return ws.answers.answer(q.req)
 
 
-async def events(ws, q: Question) -> AsyncIterator:
+async def events(ws, q: Question, disconnected=None) -> AsyncIterator:
     """The chain's events (AnswerEvent) as they come, pulled one at a time on a worker thread.
-    When the consumer stops early (the client went away), the chain's generator is closed: the
-    steps still to run never run, and an LLM's HTTP stream is closed with it."""
+    When the client has gone (`disconnected()`, polled between events: uvicorn drops what is
+    sent to a closed socket without an error, so the sending alone would never notice) or the
+    consumer stops early, the chain's generator is closed: the steps still to run never run,
+    and an LLM's HTTP stream is closed with it."""
     it = ws.answers.chain.stream(q.req)
     try:
         while True:
             ev = await anyio.to_thread.run_sync(next, it, _END)
-            if ev is _END:
+            if ev is _END or (disconnected is not None and await disconnected()):
                 return
             yield ev
     finally:

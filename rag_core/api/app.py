@@ -20,7 +20,7 @@ from ..api_keys import ApiKeys
 from ..config import Settings, get_settings
 from ..errors import GroundworkError, InputError, LoadError, MissingDependency, NotFound
 from .auth import Authenticator, RateLimiter
-from .gate import Gate, TooLarge
+from .gate import Gate
 from .metrics import Metrics, MetricsMiddleware
 from .routes import ApiError
 
@@ -105,10 +105,6 @@ def create_app(settings: Settings | None = None, workspace=None, no_auth: bool =
             message = f"no such endpoint: {request.method} {request.url.path}"
         return _error(exc.status_code, _HTTP_CODES.get(exc.status_code, "error"), message,
                       getattr(exc, "headers", None))
-
-    @app.exception_handler(TooLarge)
-    async def too_large(request: Request, exc: TooLarge):
-        return _error(413, "too_large", "the request body is larger than the server accepts")
 
     @app.exception_handler(Exception)
     async def internal(request: Request, exc: Exception):

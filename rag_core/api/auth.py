@@ -93,7 +93,14 @@ class Authenticator:
         if not s.api_oidc_audience:
             raise Unauthorized("OIDC tokens are not accepted: RAG_API_OIDC_AUDIENCE is not set on the server")
         try:
-            key = self._jwks_client().get_signing_key_from_jwt(token)
+            client = self._jwks_client()
+            if jwt.get_unverified_header(token).get("kid"):
+                key = client.get_signing_key_from_jwt(token)
+            else:  # no key id (some providers, with a single key): that key or nothing
+                keys = client.get_signing_keys()
+                if len(keys) != 1:
+                    raise jwt.InvalidTokenError("the token names no key id and the issuer has several keys")
+                key = keys[0]
             claims = jwt.decode(token, key.key, algorithms=["RS256", "RS384", "RS512", "ES256", "ES384", "PS256"],
                                 audience=s.api_oidc_audience, issuer=s.api_oidc_issuer,
                                 options={"require": ["exp", "iss", "sub"]}, leeway=30)

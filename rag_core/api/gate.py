@@ -9,6 +9,7 @@ import json
 import logging
 
 import anyio
+from fastapi import HTTPException
 
 from .auth import Authenticator, RateLimiter, Unauthorized
 
@@ -29,8 +30,12 @@ async def send_error(send, status: int, code: str, message: str, headers: list[t
     await send({"type": "http.response.body", "body": body})
 
 
-class TooLarge(Exception):
-    pass
+class TooLarge(HTTPException):
+    """Raised from inside the body read; an HTTPException so FastAPI passes it on as is (it
+    turns any other error while parsing a body into a generic 400)."""
+
+    def __init__(self, message: str = "the request body is larger than the server accepts"):
+        super().__init__(413, message)
 
 
 class Gate:
@@ -77,7 +82,7 @@ class Gate:
             if msg["type"] == "http.request":
                 seen += len(msg.get("body", b""))
                 if seen > limit:
-                    raise TooLarge
+                    raise TooLarge(_too_large(limit, upload))
             return msg
 
         async def tracked_send(msg):

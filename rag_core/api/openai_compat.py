@@ -127,7 +127,7 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, p: Pri
         yield chunk({"role": "assistant", "content": ""})
         shown = ""  # what the client has been sent since the last restart
         try:
-            async for ev in answering.events(ws, q):
+            async for ev in answering.events(ws, q, request.is_disconnected):
                 if ev.kind == "token":
                     shown += ev.text
                     yield chunk({"content": ev.text})

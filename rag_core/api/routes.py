@@ -205,7 +205,7 @@ async def query(body: QueryRequest, request: Request, p: Principal = READ):
 
     async def stream():
         try:
-            async for ev in answering.events(ws, q):
+            async for ev in answering.events(ws, q, request.is_disconnected):
                 if ev.kind == "answer":
                     qid = await anyio.to_thread.run_sync(answering.record, ws, q, ev.answer, metrics)
                     yield sse("answer", AnswerOut.of(ev.answer, qid, query_id=qid, thread_id=q.thread_id).model_dump())

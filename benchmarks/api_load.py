@@ -1,0 +1,156 @@
+"""Bounded load on the HTTP API over loopback: 1, 4 and 16 concurrent clients, each level
+`--queries` extractive questions (default 500) through `POST /v1/query` against a real
+`python -m rag_core serve` (one worker), on a ~1,400-chunk manuals knowledge base. Reports per
+level: p50/p95/max latency, throughput, errors (target 0), and where the time goes (the answer
+chain's own stage timings vs HTTP and queueing).
+
+The knowledge base: gnuplot's and Bash's manuals from Debian's packages (see
+benchmarks/manual_questions.py for the pinned `apt-get download` line; nothing is copied into
+the repository). The questions are the v2 manual questions, cycled; they only drive load here.
+
+    python benchmarks/api_load.py --pdfs /tmp/manuals/usr/share/doc/gnuplot/gnuplot.pdf \
+        /tmp/manuals/usr/share/doc/bash/bashref.pdf --data-dir /tmp/gw-api-load \
+        --out benchmarks/results/api_load.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+KB = "manuals-load"
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))] if xs else float("nan")
+
+
+def build(data_dir: Path, pdfs: list[Path]) -> tuple[int, str]:
+    from rag_core.access import Caller
+    from rag_core.config import get_settings
+    from rag_core.workspace import Workspace
+
+    ws = Workspace(get_settings(data_dir))
+    op = Caller.operator()
+    try:
+        if KB not in {k.name for k in ws.list_kbs(caller=op)}:
+            ws.create_kb(KB, caller=op)
+            stats = ws.ingest(KB, pdfs, caller=op)
+            print(f"ingested {stats.documents} documents, {stats.chunks} chunks in {stats.seconds_total:.0f} s",
+                  flush=True)
+        chunks = ws.kb_counts(KB, caller=op)[1]
+        key = ws.api_keys.create("loadtest", "read", by=op, label="api_load benchmark").key
+        return chunks, key
+    finally:
+        ws.close()
+
+
+def start_server(data_dir: Path, port: int) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-m", "rag_core", "serve", "--port", str(port), "--data-dir",
+                             str(data_dir), "--log-level", "warning"], cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT), "RAG_API_RATE_LIMIT": "1000000"})
+    for _ in range(600):
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    proc.kill()
+    raise SystemExit("server did not start")
+
+
+def run_level(base: str, key: str, questions: list[str], clients: int, n: int) -> dict:
+    lat, chain_ms, errors, abstained, stages = [], [], [], 0, {}
+    lock = threading.Lock()
+    counter = iter(range(n))
+
+    def worker():
+        nonlocal abstained
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=120) as c:
+            while True:
+                with lock:
+                    i = next(counter, None)
+                if i is None:
+                    return
+                t = time.perf_counter()
+                try:
+                    r = c.post("/v1/query", json={"question": questions[i % len(questions)], "knowledge_bases": [KB]})
+                    dt = time.perf_counter() - t
+                    with lock:
+                        if r.status_code != 200:
+                            errors.append(f"{r.status_code} {r.text[:100]}")
+                        else:
+                            a = r.json()
+                            lat.append(dt)
+                            chain_ms.append(a["timings_ms"].get("total", 0.0))
+                            for stage, ms in a["timings_ms"].items():
+                                if "_" not in stage and stage != "total":  # top-level steps only
+                                    stages.setdefault(stage, []).append(ms)
+                            abstained += a["abstained"]
+                except httpx.HTTPError as exc:
+                    with lock:
+                        errors.append(repr(exc))
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        for _ in range(clients):
+            pool.submit(worker)
+    wall = time.perf_counter() - t0
+    return {"clients": clients, "queries": n, "ok": len(lat), "errors": len(errors), "error_examples": errors[:3],
+            "abstained": abstained, "wall_s": round(wall, 1), "throughput_qps": round(len(lat) / wall, 2),
+            "p50_ms": round(pct(lat, 50) * 1000), "p95_ms": round(pct(lat, 95) * 1000),
+            "max_ms": round(max(lat) * 1000) if lat else None,
+            # The chain's own time per answer vs what the client waited: the rest is HTTP + queueing
+            # behind the other clients (one worker; the reader and store serialise).
+            "chain_p50_ms": round(pct(chain_ms, 50)), "chain_p95_ms": round(pct(chain_ms, 95)),
+            "stage_p50_ms": {k: round(pct(v, 50), 1) for k, v in sorted(stages.items())}}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pdfs", nargs="+", required=True, type=Path)
+    ap.add_argument("--data-dir", required=True, type=Path)
+    ap.add_argument("--queries", type=int, default=500)
+    ap.add_argument("--levels", default="1,4,16")
+    ap.add_argument("--port", type=int, default=8765)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+
+    chunks, key = build(args.data_dir, args.pdfs)
+    qs = [json.loads(line)["question"] for line in (ROOT / "benchmarks/data/manual_questions_v2.jsonl").open()]
+    proc = start_server(args.data_dir, args.port)
+    base = f"http://127.0.0.1:{args.port}"
+    try:
+        run_level(base, key, qs, 2, 10)  # warm up: models loaded, caches filled
+        levels = []
+        for clients in (int(x) for x in args.levels.split(",")):
+            res = run_level(base, key, qs, clients, args.queries)
+            print(json.dumps(res), flush=True)
+            levels.append(res)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    out = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+           "kb_chunks": chunks, "pdfs": [p.name for p in args.pdfs], "workers": 1, "levels": levels,
+           "command": " ".join(sys.argv)}
+    if args.out:
+        args.out.write_text(json.dumps(out, indent=1))
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""Bad input over HTTP: a clear JSON error with a stable code and a 4xx status, the server keeps
+serving, and nothing is half-made (no document, no job)."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+QUERY = "/v1/query"
+
+
+@pytest.mark.parametrize("body,status,code", [
+    (b"{not json", 400, "invalid_json"),
+    (b'{"question": 42, "knowledge_bases": "handbook"}', 422, "invalid_request"),  # wrong types
+    (b'{"question": "hi", "knowledge_bases": ["handbook"], "knowledge_base": "x"}', 422, "invalid_request"),
+    (b'{"knowledge_bases": ["handbook"]}', 422, "invalid_request"),  # missing question
+    (b'{"question": "", "knowledge_bases": ["handbook"]}', 422, "invalid_request"),
+    (b'{"question": "hi", "knowledge_bases": []}', 422, "invalid_request"),
+    (b'[1, 2, 3]', 422, "invalid_request"),
+])
+def test_malformed_bodies_get_a_json_error(client, body, status, code):
+    r = client("alice").post(QUERY, content=body, headers={"Content-Type": "application/json"})
+    assert r.status_code == status, r.text
+    err = r.json()["error"]
+    assert err["code"] == code and err["message"]
+
+
+def test_unknown_fields_are_named(client):
+    r = client("alice").post(QUERY, json={"question": "hi", "knowledge_bases": ["handbook"], "knowledge_base": "x"})
+    assert "knowledge_base" in r.json()["error"]["message"]
+
+
+def test_an_unknown_knowledge_base_is_404(client):
+    r = client("alice").post(QUERY, json={"question": "hi", "knowledge_bases": ["nope"]})
+    assert r.status_code == 404 and "nope" in r.json()["error"]["message"]
+
+
+def test_a_huge_question_is_refused_by_size_or_by_length(client):
+    alice = client("alice")
+    r = alice.post(QUERY, json={"question": "why " * 2500, "knowledge_bases": ["handbook"]})  # 10k characters
+    assert r.status_code == 400 and "too long" in r.json()["error"]["message"]
+    r = alice.post(QUERY, json={"question": "x" * 200_000, "knowledge_bases": ["handbook"]})  # over the body limit
+    assert r.status_code == 413 and r.json()["error"]["code"] == "too_large"
+
+
+def test_a_chunked_body_over_the_limit_is_refused_too(client):
+    def body():  # no Content-Length: the gate counts as it reads
+        yield b'{"question": "'
+        for _ in range(100):
+            yield b"x" * 1000
+        yield b'", "knowledge_bases": ["handbook"]}'
+
+    r = client("alice").post(QUERY, content=body(), headers={"Content-Type": "application/json"})
+    assert r.status_code == 413 and r.json()["error"]["code"] == "too_large"
+
+
+def _docs(c) -> list[str]:
+    return [d["source"] for d in c.get("/v1/knowledge-bases/handbook/documents").json()["data"]]
+
+
+def _jobs(data) -> int:
+    from rag_core.config import get_settings
+    from rag_core.db import Database
+
+    db = Database(get_settings(data).db_path)
+    try:
+        if not db.query_one("SELECT 1 FROM sqlite_master WHERE name='jobs'"):
+            return 0  # no upload has ever been queued in this folder
+        return db.query_one("SELECT COUNT(*) FROM jobs")[0]
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("files,status,code,names", [
+    ([("empty.md", b"")], 400, "bad_file", ["empty.md"]),
+    ([("good.md", b"# Good\n\nfine\n"), ("empty.txt", b"")], 400, "bad_file", ["empty.txt"]),
+    ([("big.txt", b"word " * 250_000)], 413, "too_large", ["big.txt"]),  # 1.2 MB > RAG_MAX_FILE_MB=1
+])
+def test_bad_uploads_are_refused_whole_and_nothing_is_stored(client, api, files, status, code, names):
+    alice = client("alice")
+    docs, jobs = _docs(alice), _jobs(api[2])
+    r = alice.post("/v1/knowledge-bases/handbook/documents",
+                   files=[("files", (n, data, "application/octet-stream")) for n, data in files])
+    assert r.status_code == status, r.text
+    err = r.json()["error"]
+    assert err["code"] == code and all(n in err["message"] for n in names)
+    assert _docs(alice) == docs and _jobs(api[2]) == jobs
+
+
+def test_an_upload_over_the_request_limit_is_413(client, api):
+    alice = client("alice")
+    jobs = _jobs(api[2])
+    files = [("files", (f"part{i}.txt", b"word " * 200_000, "text/plain")) for i in range(4)]  # 4 MB > 3 MB
+    r = alice.post("/v1/knowledge-bases/handbook/documents", files=files)
+    assert r.status_code == 413 and r.json()["error"]["code"] == "too_large"
+    assert _jobs(api[2]) == jobs
+
+
+def test_an_upload_without_files_is_422(client):
+    r = client("alice").post("/v1/knowledge-bases/handbook/documents", data={"x": "1"})
+    assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_request"
+
+
+def test_unknown_endpoint_and_wrong_method_are_json(client):
+    alice = client("alice")
+    r = alice.get("/v1/nothing-here")
+    assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
+    r = alice.put("/v1/query", json={})
+    assert r.status_code == 405 and r.json()["error"]["code"] == "method_not_allowed"
+
+
+def test_dates_are_refused_clearly_until_documents_have_dates(client):
+    r = client("alice").post(QUERY, json={"question": "hi", "knowledge_bases": ["handbook"], "after": "2026-01-01"})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "not_supported"
+
+
+def test_the_server_keeps_serving_after_all_that(api):
+    base = api[0]
+    assert httpx.get(f"{base}/v1/health").status_code == 200
+    assert httpx.get(f"{base}/v1/ready").json()["status"] == "ready"

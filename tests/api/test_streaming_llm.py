@@ -1,0 +1,106 @@
+"""Streaming with a language model, on a real uvicorn server (in a thread of this process so the
+model can be a test double): tokens reach the client while the model is still writing, before
+the verified answer; a client that disconnects mid-stream stops the work.
+
+The chat model is LangChain's fake chat model (GenericFakeChatModel), slowed down per token: a
+paid LLM API cannot run here. Everything else — server, chain, retrieval, verification — is real."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+
+import httpx
+import pytest
+import uvicorn
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+
+from rag_core.api.app import create_app
+from rag_core.api_keys import ApiKeys
+from rag_core.access import Caller
+from rag_core.config import get_settings
+from rag_core.generation.local_server import free_port
+from rag_core.workspace import Workspace
+from tests.api.conftest import build_data
+
+ANSWER = "The office opens at 8 o'clock on weekdays [1]. " + "It says so in the handbook [1]. " * 20
+
+
+class SlowFakeChat(GenericFakeChatModel):
+    """Streams its answer word by word, `delay` seconds apart, and counts what it produced."""
+
+    delay: float = 0.03
+    produced: list = []
+
+    def _stream(self, *args, **kwargs):
+        for chunk in super()._stream(*args, **kwargs):
+            time.sleep(self.delay)
+            self.produced.append(time.perf_counter())
+            yield chunk
+
+
+@pytest.fixture(scope="module")
+def llm_server(tmp_path_factory):
+    data = build_data(tmp_path_factory.mktemp("llm"))
+    settings = get_settings(data).model_copy(update={"llm_crag": False, "llm_condense": False, "llm_verify": False})
+    ws = Workspace(settings)
+    chat = SlowFakeChat(messages=itertools.cycle([AIMessage(ANSWER)]), produced=[])
+    ws.__dict__["chat_model"] = chat  # before the answer engine is built from it
+    key = ApiKeys(ws.db).create("alice", "read", by=Caller.operator()).key
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(workspace=ws), host="127.0.0.1", port=port, log_level="warning"))
+    t = threading.Thread(target=server.run, daemon=True)
+    t.start()
+    deadline = time.time() + 60
+    while not server.started:
+        assert time.time() < deadline and t.is_alive(), "server did not start"
+        time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}", key, chat
+    server.should_exit = True
+    t.join(30)
+    ws.close()
+
+
+BODY = {"question": "When does the office open?", "knowledge_bases": ["handbook"], "stream": True}
+
+
+def test_tokens_arrive_while_the_model_writes_and_before_the_final_event(llm_server):
+    base, key, chat = llm_server
+    arrivals, final = [], None
+    with httpx.stream("POST", f"{base}/v1/query", json=BODY, headers={"Authorization": f"Bearer {key}"},
+                      timeout=120) as r:
+        assert r.status_code == 200
+        event = None
+        for line in r.iter_lines():
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: ") and event == "token":
+                arrivals.append(time.perf_counter())
+            elif line.startswith("data: ") and event == "answer":
+                final = (time.perf_counter(), json.loads(line[6:]))
+    assert final is not None and final[1]["mode"] == "llm" and final[1]["query_id"]
+    assert len(arrivals) > 60
+    # The first token came long before the model finished: streamed, not buffered.
+    assert arrivals[0] < chat.produced[-1] - 2.0
+    assert arrivals[-1] <= final[0]
+
+
+def test_a_client_that_disconnects_mid_stream_stops_the_work(llm_server):
+    base, key, chat = llm_server
+    chat.produced.clear()
+    with httpx.stream("POST", f"{base}/v1/query", json=BODY, headers={"Authorization": f"Bearer {key}"},
+                      timeout=120) as r:
+        tokens = 0
+        for line in r.iter_lines():
+            if line.startswith("event: token"):
+                tokens += 1
+                if tokens == 10:
+                    break  # leave: the response is closed here
+    at_leave = len(chat.produced)
+    time.sleep(2.0)  # a model still writing would add ~65 more words in this time
+    after = len(chat.produced)
+    assert after - at_leave <= 3, (at_leave, after)
+    assert after < len(ANSWER.split()) / 2
