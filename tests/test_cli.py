@@ -191,3 +191,9 @@ def test_ask_runs_the_answer_chain(data, tmp_path):
     assert "130" in json.loads(p.stdout)["answer"]
     steps = traced_steps(trace)
     assert steps[0] == "groundwork_answer" and set(steps) >= CHAIN_STEPS
+
+
+def test_serve_refuses_no_auth_off_loopback(tmp_path):
+    from rag_core.cli import main
+
+    assert main(["--data-dir", str(tmp_path / "d"), "serve", "--host", "0.0.0.0", "--no-auth"]) == 2

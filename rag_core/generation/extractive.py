@@ -27,6 +27,7 @@ import numpy as np
 
 from ..text.sentences import split_sentences
 from ..models import ScoredChunk
+from ..reader import answer_input
 from ..text.analysis import analyze, term_weights
 
 
@@ -107,8 +108,7 @@ class ExtractiveAnswerer:
             lexical = cov + np.array([0.5 / (1 + si) for si, _, _ in cands])  # earlier passages first
             keep = sorted(np.argsort(-lexical, kind="stable")[: self.max_read].tolist())
             cands, cov = [cands[i] for i in keep], cov[keep]
-        titles = [sources[si].chunk.heading for si, _, _ in cands]
-        logits = self.reader.logits("answers", [question] * len(cands), [f"{t} | {c[2]}" for t, c in zip(titles, cands)])
+        logits = self.reader.logits("answers", [question] * len(cands), self._inputs(sources, cands))
         if self.embed is not None:
             vecs = self.embed([question] + [c[2] for c in cands])
             cos = vecs[1:] @ vecs[0]
@@ -122,6 +122,20 @@ class ExtractiveAnswerer:
         ])
         z = x @ np.array([self.weights[f] for f in SELECTION_FEATURES])
         return Evidence(cands, 1.0 / (1.0 + np.exp(-z)), x)
+
+    def _inputs(self, sources: list[ScoredChunk], cands: list[tuple[int, int, str]]) -> list[str]:
+        """What the reader reads per candidate: its passage's heading and the sentence, and with a
+        model trained for it, the sentences before and after it in the passage (a procedural
+        answer's command, a pronoun's referent)."""
+        if not getattr(self.reader, "reads_context", False):
+            return [f"{sources[si].chunk.heading} | {s}" for si, _, s in cands]
+        split = {si: [" ".join(x.split()) for x in split_sentences(sources[si].chunk.text)] for si in {c[0] for c in cands}}
+        out = []
+        for si, k, s in cands:
+            sents = split[si]
+            out.append(answer_input(sources[si].chunk.heading, s, sents[k - 1] if k > 0 else "",
+                                    sents[k + 1] if k + 1 < len(sents) else ""))
+        return out
 
     def compose(self, ev: Evidence, sources: list[ScoredChunk] | None = None) -> Extract:
         """The answer: the best sentences with their markers. With `sources`, the lead

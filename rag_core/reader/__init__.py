@@ -36,6 +36,22 @@ MAX_LEN = {"answers": 128, "supports": 160, "relevant": 192}
 TASKS = tuple(MAX_LEN)
 
 
+# `answers` may read a sentence with its neighbours (issue 25): the candidate first, so
+# truncation cuts context and never the sentence judged, then up to this many words of the
+# sentence before it and of the one after it.
+CONTEXT_WORDS = 24
+
+
+def answer_input(heading: str, sentence: str, before: str = "", after: str = "") -> str:
+    """The `answers` task's second text: "HEADING | SENTENCE", and with neighbours
+    "HEADING | SENTENCE || BEFORE ... AFTER" — the form training/reader/make_data.py writes."""
+    if not before and not after:
+        return f"{heading} | {sentence}"
+    b = " ".join(before.split()[-CONTEXT_WORDS:])
+    a = " ".join(after.split()[:CONTEXT_WORDS])
+    return f"{heading} | {sentence} || {b} ... {a}"
+
+
 class ReaderIntegrityError(RuntimeError):
     pass
 
@@ -80,6 +96,9 @@ class Reader:
         self.meta = meta
         self.sha256 = digest
         self.calibration = {t: Calibration(**meta.get("calibration", {}).get(t, {})) for t in TASKS}
+        # Whether this model was trained to read an answer candidate with its neighbouring
+        # sentences (answer_input's long form); a model that was not reads sentences alone.
+        self.reads_context = bool(meta.get("answers_context", False))
         self.batch_size = batch_size
         self._tok = {}
         for task, n in MAX_LEN.items():

@@ -81,11 +81,14 @@ def main() -> None:
     ap.add_argument("--domains", action="store_true",
                     help="fit `answers` on evidence-vs-topical pairs of several domains (train side) instead of "
                          "calib.jsonl's SQuAD-only pairs")
+    ap.add_argument("--answers-context", action="store_true",
+                    help="the model was trained to read answer candidates with their neighbours (make_data.py "
+                         "--context-share): recorded in reader.json, so the app reads that way")
     ap.add_argument("--docs", default=None, help="held-out documentation pairs from mine_docs.py (adds that domain)")
     args = ap.parse_args()
     rows = [json.loads(x) for x in (Path(args.pairs) / "calib.jsonl").open()]
     sha = file_sha256(MODEL_FILE)
-    meta = {"sha256": sha, "calibration": {}}
+    meta = {"sha256": sha, "calibration": {}, "answers_context": args.answers_context}
     META_FILE.write_text(json.dumps(meta))
     t = time.perf_counter()
     reader = Reader()

@@ -40,6 +40,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+from rag_core.reader import answer_input  # noqa: E402
 from rag_core.text.analysis import analyze  # noqa: E402
 from rag_core.text.sentences import split_sentences  # noqa: E402
 
@@ -271,7 +272,9 @@ def squad_articles():
     return train, calib
 
 
-def squad_pairs(articles, rng: random.Random, synth_per_q: float = 1.0):
+def squad_pairs(articles, rng: random.Random, synth_per_q: float = 1.0, context_share: float = 0.0):
+    """`context_share`: the share of `answers` rows whose sentence is read with its neighbours
+    (rag_core.reader.answer_input); the rest read it alone, as the verifier asks."""
     idf = Idf([p["context"] for a in articles for p in a["paragraphs"]])
     out = []
     for art in articles:
@@ -282,25 +285,32 @@ def squad_pairs(articles, rng: random.Random, synth_per_q: float = 1.0):
             sents = [norm_ws(s) for s in split_sentences(ctx)]
             sents = [s for s in sents if len(s) >= 10] or [norm_ws(ctx)]
             answers_here = list(dict.fromkeys(a["text"] for qa in p["qas"] for a in qa.get("answers", [])))
+
+            def b_of(s: str, title=title, sents=sents) -> str:
+                if context_share and rng.random() < context_share:
+                    i = sents.index(s)
+                    return answer_input(title, s, sents[i - 1] if i else "", sents[i + 1] if i + 1 < len(sents) else "")
+                return f"{title} | {s}"
+
             for qa in p["qas"]:
                 q = qa["question"].strip()
                 golds = [a["text"] for a in qa.get("answers", [])]
                 ranked = sorted(sents, key=lambda s: -overlap(idf, q, s))
                 if qa.get("is_impossible") or not golds:
                     for s in ranked[:3]:
-                        out.append(("answers", q, f"{title} | {s}", 0, "unanswerable"))
+                        out.append(("answers", q, b_of(s), 0, "unanswerable"))
                     continue
                 gold_sents = [s for s in sents if any(g in s for g in golds)]
                 if not gold_sents:
                     continue  # answer spans a sentence boundary
                 gs = gold_sents[0]
-                out.append(("answers", q, f"{title} | {gs}", 1, "gold"))
+                out.append(("answers", q, b_of(gs), 1, "gold"))
                 for s in [s for s in ranked if s not in gold_sents][:1]:
-                    out.append(("answers", q, f"{title} | {s}", 0, "other_sentence"))
+                    out.append(("answers", q, b_of(s), 0, "other_sentence"))
                 if rng.random() < synth_per_q:
                     pert = perturb(q, gs, article_caps, rng)
                     if pert and pert[0] != q:
-                        out.append(("answers", pert[0], f"{title} | {gs}", 0, f"nearmiss_{pert[1]}"))
+                        out.append(("answers", pert[0], b_of(gs), 0, f"nearmiss_{pert[1]}"))
                 # supports: statement form and verbatim, each vs its swap
                 g = golds[0]
                 cands = swap_candidates(g, ctx, answers_here)
@@ -380,13 +390,15 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=str(ROOT / "training" / "out" / "pairs"))
     ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--context-share", type=float, default=0.0,
+                    help="share of answers rows read with their neighbouring sentences (issue 25 context reader)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     train_arts, calib_arts = squad_articles()
-    train = squad_pairs(train_arts, rng) + scifact_pairs(rng)
-    calib = squad_pairs(calib_arts, random.Random(args.seed + 1))
+    train = squad_pairs(train_arts, rng, context_share=args.context_share) + scifact_pairs(rng)
+    calib = squad_pairs(calib_arts, random.Random(args.seed + 1), context_share=args.context_share)
     rng.shuffle(train)
     for name, rows in (("train", train), ("calib", calib)):
         with (out / f"{name}.jsonl").open("w") as fh:

@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import domain_pairs  # noqa: E402
 from make_data import assert_not_evaluation  # noqa: E402
 
+from rag_core.reader import answer_input  # noqa: E402
 from rag_core.text.sentences import split_sentences  # noqa: E402
 
 
@@ -40,13 +41,20 @@ def heldout(question: str, share: float = 0.1) -> bool:
     return int(hashlib.sha256(question.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF < share
 
 
-def scifact_rows(rng: random.Random) -> list[dict]:
+def scifact_rows(rng: random.Random, context_share: float = 0.0) -> list[dict]:
     rows = []
     for it in domain_pairs.scifact("claims_train.csv"):
-        b = lambda s: f"{it['title']} | {s}"  # noqa: E731
+        sents = split_sentences(it["passage"])
+
+        def b(s: str, it=it, sents=sents) -> str:
+            if context_share and s in sents and rng.random() < context_share:
+                i = sents.index(s)
+                return answer_input(it["title"], s, sents[i - 1] if i else "", sents[i + 1] if i + 1 < len(sents) else "")
+            return f"{it['title']} | {s}"
+
         rows.append({"task": "answers", "a": it["q"], "b": b(it["evidence"]), "label": 1, "kind": "scifact/evidence"})
         rows.append({"task": "answers", "a": it["q"], "b": b(it["topical"]), "label": 0, "kind": "scifact/topical"})
-        others = [s for s in split_sentences(it["passage"]) if s not in (it["evidence"], it["topical"]) and len(s.split()) > 5]
+        others = [s for s in sents if s not in (it["evidence"], it["topical"]) and len(s.split()) > 5]
         for s in rng.sample(others, min(1, len(others))):
             rows.append({"task": "answers", "a": it["q"], "b": b(s), "label": 0, "kind": "scifact/other_sentence"})
     return rows
@@ -60,6 +68,8 @@ def main() -> None:
     ap.add_argument("--squad-n", type=int, default=14000, help="SQuAD train pairs kept (a random sample, all tasks)")
     ap.add_argument("--docs-n", type=int, default=0, help="documentation pairs kept for training (0 = all)")
     ap.add_argument("--seed", type=int, default=31)
+    ap.add_argument("--context-share", type=float, default=0.0,
+                    help="share of SciFact answers rows read with their neighbouring sentences (as make_data.py)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     squad = read(args.squad / "train.jsonl")
@@ -74,7 +84,7 @@ def main() -> None:
         (docs_held if heldout(r["a"]) else docs_train).append(r)
     if args.docs_n:
         docs_train = rng.sample(docs_train, min(args.docs_n, len(docs_train)))
-    train = squad + scifact_rows(rng) + docs_train
+    train = squad + scifact_rows(rng, args.context_share) + docs_train
     rng.shuffle(train)
     args.out.mkdir(parents=True, exist_ok=True)
     for name, rows in (("train", train), ("calib", read(args.squad / "calib.jsonl") + docs_held),

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-MAX_LEN = {"answers": 128, "supports": 160, "relevant": 192}
+MAX_LEN = {"answers": 176, "supports": 160, "relevant": 192}  # answers: 128 before the context reader
 
 
 def base_model_dir() -> Path:
