@@ -184,7 +184,7 @@ def sse(event: str, data: dict) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
 
-@router.post("/query", tags=["answers"])
+@router.post("/query", tags=["answers"], response_model=AnswerOut)
 async def query(body: QueryRequest, request: Request, p: Principal = READ):
     """The answer with its citations, the two scores and the confidence, or an abstention with
     its reason and the closest passages. `stream: true` → server-sent events: `token`, `status`,

@@ -83,3 +83,23 @@ def test_oidc_tokens_resolve_to_the_same_caller_and_policy(oidc, tmp_path):
         for bad in (other, forged, "a.b.c"):
             r = httpx.get(f"{base}/v1/knowledge-bases", headers={"Authorization": f"Bearer {bad}"})
             assert r.status_code == 401 and 'error="invalid_token"' in r.headers["www-authenticate"], r.text
+
+
+def test_several_workers_serve_one_data_folder_and_a_revocation_reaches_all_of_them(tmp_path):
+    from rag_core.access import Caller
+    from rag_core.api_keys import ApiKeys
+    from rag_core.config import get_settings
+    from rag_core.workspace import Workspace
+
+    data = build_data(tmp_path)
+    ws = Workspace(get_settings(data))
+    new = ApiKeys(ws.db).create("alice", "read", by=Caller.operator())
+    with api_server(data, args=("--workers", "2")) as base:
+        h = {"Authorization": f"Bearer {new.key}"}
+        for _ in range(6):  # new connections: spread over both workers
+            r = httpx.post(f"{base}/v1/query", headers=h,
+                           json={"question": "When does the office open?", "knowledge_bases": ["handbook"]})
+            assert r.status_code == 200 and "8 o'clock" in r.json()["answer"]
+        ApiKeys(ws.db).revoke(new.info.key_id, by=Caller.operator())
+        assert all(httpx.get(f"{base}/v1/knowledge-bases", headers=h).status_code == 401 for _ in range(6))
+    ws.close()
