@@ -95,7 +95,8 @@ def sample_pdf(tmp: Path) -> Path:
     from tests.helpers import make_pdf
 
     f = tmp / "google-doc-document.pdf"
-    f.write_bytes(make_pdf(["Example document", "Flat is better than nested. Readability counts."]))
+    # One page, like the shared sample: the viewer below expects "Page 1 of 1".
+    f.write_bytes(make_pdf(["Example document. Flat is better than nested. Readability counts."]))
     return f
 
 
