@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import resource
+import sys
 import threading
+import types
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import LoadError
@@ -46,6 +49,26 @@ def _serve(conn, memory_mb: int) -> None:  # pragma: no cover - runs in the chil
             conn.send(("error", f"could not be read ({type(exc).__name__})"))
 
 
+_MAIN_LOCK = threading.Lock()
+
+
+@contextmanager
+def _neutral_main():
+    """Start the worker without re-running the parent's main script. A spawned child imports
+    the parent's `__main__` from its file; under Streamlit that is the app script (Streamlit puts
+    it in sys.modules["__main__"] while it runs), so every worker ran the whole app — without a
+    script context, inside the worker's memory cap — and OCR failed there as "no text". The
+    worker needs nothing from any main module: it imports rag_core by name."""
+    with _MAIN_LOCK:
+        main = sys.modules.get("__main__")
+        sys.modules["__main__"] = types.ModuleType("__main__")  # no __file__, no __spec__: nothing to re-run
+        try:
+            yield
+        finally:
+            if main is not None:
+                sys.modules["__main__"] = main
+
+
 class IsolatedLoader:
     def __init__(self, timeout_s: float = 120.0, memory_mb: int = 2048):
         self.timeout_s = timeout_s
@@ -65,7 +88,8 @@ class IsolatedLoader:
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
         self._proc = ctx.Process(target=_serve, args=(child, self.memory_mb), daemon=True)
-        self._proc.start()
+        with _neutral_main():
+            self._proc.start()
         child.close()
         self._conn = parent
 

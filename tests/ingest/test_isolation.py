@@ -75,3 +75,30 @@ def test_close_while_a_file_is_being_read_ends_that_read(tmp_path):
     assert isinstance(outcome, (LoadError, list)), outcome
     if isinstance(outcome, LoadError):
         assert "shut down" in str(outcome)
+
+
+def test_the_worker_does_not_rerun_the_parents_main_script(tmp_path, monkeypatch):
+    """Under Streamlit, sys.modules["__main__"] is the app script: a spawned worker used to
+    import (run) it — the whole app, inside the worker's memory cap — and OCR then failed as
+    "no text" through the Upload page only. Here the main script leaves a mark if it runs."""
+    import sys
+    import types
+
+    from rag_core.ingest.isolation import IsolatedLoader
+
+    mark = tmp_path / "main-ran"
+    script = tmp_path / "fake_app.py"
+    script.write_text(f"open({str(mark)!r}, 'w').write('ran')\n")
+    fake_main = types.ModuleType("__main__")
+    fake_main.__file__ = str(script)
+    monkeypatch.setitem(sys.modules, "__main__", fake_main)
+    doc = tmp_path / "note.md"
+    doc.write_text("# Note\n\nThe worker read this.\n")
+    loader = IsolatedLoader(timeout_s=60)
+    try:
+        docs = loader.load(doc, "note.md", max_pages=10)
+    finally:
+        loader.close()
+    assert "The worker read this." in docs[0].pages[0]
+    assert not mark.exists()
+    assert sys.modules["__main__"] is fake_main  # put back
