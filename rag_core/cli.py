@@ -418,6 +418,23 @@ def cmd_migrate(args) -> int:
 GLOBAL_FLAGS = ("--data-dir", "--json", "--user", "--groups", "--tenant")
 
 
+def cmd_chunks(args) -> int:
+    """Export a knowledge base's chunks (DESIGN.md §6), the caller's access applied: what the
+    extraction and chunking made of the documents, for people and outside checks."""
+    ws = _workspace(args)
+    caller = _caller(args, ws)
+    kb = ws.get_kb(args.kb, caller=caller)
+    n = 0
+    with Path(args.out).open("w", encoding="utf-8") as fh:
+        for c in ws.chunks(kb.kb_id, caller=caller):
+            fh.write(json.dumps({"chunk_id": c.chunk_id, "doc_id": c.doc_id, "source": c.source,
+                                 "page_start": c.page_start, "page_end": c.page_end, "section": c.section,
+                                 "text": c.text}, ensure_ascii=False) + "\n")
+            n += 1
+    _emit(args, {"kb": kb.name, "chunks": n, "out": args.out}, f"{n} chunks of {kb.name} → {args.out}")
+    return 0
+
+
 def cmd_serve(args) -> int:
     from .api.server import serve
 
@@ -583,6 +600,11 @@ def build_parser() -> argparse.ArgumentParser:
     eb.add_argument("--alpha", type=float, default=None, help="override the hybrid weight (0 keyword … 1 vector)")
     eb.add_argument("--fusion", choices=["relative_score", "rrf"], default=None)
     eb.set_defaults(func=cmd_eval_beir)
+
+    ch = sub.add_parser("chunks", help="export a knowledge base's chunks as JSONL", parents=[common])
+    ch.add_argument("--kb", required=True)
+    ch.add_argument("--out", required=True, help="C.jsonl: {chunk_id, doc_id, source, page_start, page_end, section, text}")
+    ch.set_defaults(func=cmd_chunks)
 
     sv = sub.add_parser("serve", help="run the HTTP API (DESIGN.md §6b) on uvicorn", parents=[common])
     sv.add_argument("--host", default="127.0.0.1")

@@ -197,3 +197,22 @@ def test_serve_refuses_no_auth_off_loopback(tmp_path):
     from rag_core.cli import main
 
     assert main(["--data-dir", str(tmp_path / "d"), "serve", "--host", "0.0.0.0", "--no-auth"]) == 2
+
+
+def test_chunks_exports_what_was_extracted_with_access_applied(data, tmp_path):
+    from tests.helpers import make_pdf
+
+    pdf = tmp_path / "guide.pdf"
+    pdf.write_bytes(make_pdf(["Install the package with the installer.", "Run the program with its name."]))
+    run(data, "kb", "create", "guide", "--user", "alice", "--allow-users", "alice")
+    run(data, "ingest", "--kb", "guide", str(pdf), "--user", "alice")
+    out = tmp_path / "C.jsonl"
+    summary = json.loads(run(data, "chunks", "--kb", "guide", "--out", str(out), "--json", "--user", "alice").stdout)
+    rows = [json.loads(line) for line in out.open()]
+    assert summary["chunks"] == len(rows) >= 1
+    assert set(rows[0]) == {"chunk_id", "doc_id", "source", "page_start", "page_end", "section", "text"}
+    assert rows[0]["source"] == "guide.pdf" and rows[0]["page_start"] == 1
+    assert rows[-1]["page_end"] == 2 and "Run the program" in " ".join(r["text"] for r in rows)
+    p = run(data, "chunks", "--kb", "guide", "--out", str(tmp_path / "bob.jsonl"), "--user", "bob", ok=False)
+    assert p.returncode == 2 and "no knowledge base named 'guide'" in p.stderr
+    assert not (tmp_path / "bob.jsonl").exists()
