@@ -69,6 +69,10 @@ names = kb_names()
 if not names:
     api_keys_section()
     st.stop()
+# After a rename the selected name no longer exists, and the selector would fall back to the
+# first knowledge base: select the renamed one (a widget's value can only be set before it is drawn).
+if (renamed := st.session_state.pop("settings_kb_renamed", None)) in names:
+    st.session_state.settings_kb = renamed
 kb = ws.get_kb(st.selectbox("Knowledge base", names, key="settings_kb"), caller=me)
 # Who may change it (settings, access, deletion): its owners and admins (rag_core/access.py).
 may_share = ws.can_write(kb.kb_id, caller=me)
@@ -134,7 +138,7 @@ with st.form(f"edit_{kb.kb_id}"):
         st.caption("Only its owners and admins can change this knowledge base.")
     if st.form_submit_button("Save", type="primary", disabled=not may_share):
         with friendly_errors("Saving"):
-            ws.update_kb(
+            saved = ws.update_kb(
                 kb.kb_id, caller=me, name=new_name, description=description, instructions=instructions,
                 grounded_only=grounded,
                 retrieval=RetrievalSettings(top_k=top_k, alpha=alpha, fusion=fusion, rerank=rerank, mmr_lambda=mmr,
@@ -143,7 +147,11 @@ with st.form(f"edit_{kb.kb_id}"):
                 acl_users=[u.strip() for u in users.split(",") if u.strip()],
                 acl_groups=[g.strip() for g in groups.split(",") if g.strip()],
             )
-            st.toast("Saved. Access changes apply at once, to the documents already in it too.")
+            if saved.name != kb.name:
+                st.session_state.settings_kb_renamed = saved.name
+                st.toast(f"Renamed “{escape_md(kb.name)}” to “{escape_md(saved.name)}” and saved.")
+            else:
+                st.toast("Saved. Access changes apply at once, to the documents already in it too.")
             st.rerun()
 
 with st.expander("Preview: how the instructions are assembled"):

@@ -407,3 +407,20 @@ def test_api_keys_section_is_for_admins_only(data_dir, monkeypatch):
     at.switch_page("pages/knowledge_bases.py").run()
     assert not at.exception
     assert not [b for b in at.button if b.label == "Create key"]
+
+
+def test_renaming_a_knowledge_base_keeps_it_selected(data_dir):
+    ws = Workspace(get_settings(data_dir))
+    for name in ("Alpha", "Beta", "Gamma"):
+        ws.create_kb(name, caller=Caller.operator())
+    ws.close()
+    at = app().run()
+    at.switch_page("pages/knowledge_bases.py").run()
+    picker = next(s for s in at.selectbox if s.label == "Knowledge base")
+    picker.set_value("Gamma").run()
+    name = next(t for t in at.text_input if t.label == "Name" and t.value == "Gamma")
+    name.set_value("Gamma renamed")
+    next(b for b in at.button if b.label == "Save").click().run()
+    assert not at.exception
+    assert next(s for s in at.selectbox if s.label == "Knowledge base").value == "Gamma renamed"
+    assert any(t.label == "Name" and t.value == "Gamma renamed" for t in at.text_input)
