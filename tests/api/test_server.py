@@ -165,3 +165,26 @@ def test_metrics_count_requests_stages_and_abstentions_for_admins(client):
     assert 'groundwork_answers_total{mode="extractive",outcome="answered"}' in text
     assert 'groundwork_answer_stage_seconds_count{stage="retrieve"}' in text
     assert 'groundwork_http_requests_total{method="GET",route="(refused)",status="401"}' in text
+
+
+def test_cors_is_off_unless_origins_are_configured(api, client):
+    base = api[0]
+    pre = httpx.options(f"{base}/v1/query", headers={"Origin": "https://evil.example",
+                                                     "Access-Control-Request-Method": "POST"})
+    assert "access-control-allow-origin" not in pre.headers
+    r = client("alice").get("/v1/knowledge-bases", headers={"Origin": "https://evil.example"})
+    assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
+
+
+def test_cors_allows_only_the_configured_origin(tmp_path):
+    from tests.api.conftest import api_server, build_data
+
+    data = build_data(tmp_path)
+    with api_server(data, env={"RAG_API_CORS_ORIGINS": "https://portal.example"}) as base:
+        ok = httpx.options(f"{base}/v1/query", headers={"Origin": "https://portal.example",
+                                                        "Access-Control-Request-Method": "POST",
+                                                        "Access-Control-Request-Headers": "authorization,content-type"})
+        assert ok.headers.get("access-control-allow-origin") == "https://portal.example"
+        bad = httpx.options(f"{base}/v1/query", headers={"Origin": "https://evil.example",
+                                                         "Access-Control-Request-Method": "POST"})
+        assert bad.headers.get("access-control-allow-origin") != "https://evil.example"
