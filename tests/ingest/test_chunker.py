@@ -312,7 +312,10 @@ def test_small_paragraphs_are_packed_together():
 def test_page_numbers_on_a_generated_pdf(tmp_path):
     words = ["ALPHAWORD", "BRAVOWORD", "CHARLIEWORD"]
     pages = [
-        "\n".join(f"Line {n} of page {p + 1} mentions {words[p] if n == 5 else 'nothing special'} here." for n in range(12))
+        # each line its own text: lines alike but for their numbers at every page's top and
+        # bottom would be a running header, which the PDF loader removes
+        "\n".join(f"Line {n} of page {p + 1} mentions {words[p] if n == 5 else 'nothing special'} "
+                  f"{'abcdefghijkl'[n] * 3} {('red', 'green', 'blue')[p]} here." for n in range(12))
         for p in range(3)
     ]
     path = tmp_path / "three.pdf"

@@ -85,6 +85,7 @@ def _load_pdf(path: Path, source: str, *, max_pages: int, password: str | None, 
 
     if len(failed) == page_count:
         raise LoadError("could not extract text from any page (the PDF is damaged)")
+    pages = strip_running_lines(pages)
     ocr_pages: list[int] = []
     blank = [i for i, p in enumerate(pages) if len("".join(p.split())) < MIN_CHARS_PER_PAGE]
     if ocr and blank:  # scans, and text drawn as outlines: OCR reads both
@@ -151,6 +152,48 @@ def _ocr_pages(path: Path, password: str | None, blank: list[int], pages: list[s
     finally:
         pdf.close()
     return done
+
+
+_EDGE_LINES = 2  # running heads and feet live in a page's first and last lines
+_MAX_RUNNING_WORDS = 12  # they are short; a longer recurring line is content (a table row, a log line)
+_DIGITS = re.compile(r"\d+")
+_ROMAN = re.compile(r"^[ivxlcdm]{1,7}$")
+_PAGE_NUMBER = re.compile(r"^(?:page\s*)?[-–—]?\s*#\s*[-–—]?(?:\s*(?:of|/)\s*#)?$")
+
+
+def _edge_key(line: str) -> str:
+    key = _DIGITS.sub("#", " ".join(line.lower().split()))
+    return "#" if _ROMAN.match(key) else key
+
+
+def strip_running_lines(pages: list[str]) -> list[str]:
+    """Running headers and footers out, page by page: a line among a page's first or last
+    two lines whose text, digits aside ("Chapter 3: Objects 15", "gnuplot 5.4 31"), recurs at
+    a page edge on at least 3 pages and on at least 30% of the pages from its first to its last
+    occurrence (a chapter's head on every page, or on every other page for facing pages),
+    and bare page numbers ("17", "- 3 -", "Page 2 of 9", "xiv") at a page edge. The same line
+    recurring rarely at a page top ("Example") is content and stays; so do footnotes.
+    Spliced into passages such lines ended up inside answers; they carry nothing to retrieve."""
+    if len(pages) < 3:
+        return pages
+    split = [p.split("\n") for p in pages]
+    seen: dict[str, list[int]] = {}
+    for i, lines in enumerate(split):
+        edge = {_edge_key(x) for x in lines[:_EDGE_LINES] + lines[-_EDGE_LINES:] if x.strip()}
+        for k in edge:
+            seen.setdefault(k, []).append(i)
+    running = {k for k, at in seen.items()
+               if len(at) >= 3 and len(at) >= 0.3 * (at[-1] - at[0] + 1) and any(ch.isalpha() for ch in k)
+               and len(k.split()) <= _MAX_RUNNING_WORDS}
+    out = []
+    for page, lines in zip(pages, split):
+        n = len(lines)
+        keep = [x for j, x in enumerate(lines)
+                if not ((j < _EDGE_LINES or j >= n - _EDGE_LINES) and x.strip()
+                        and (_edge_key(x) in running or _PAGE_NUMBER.match(_edge_key(x))))]
+        text = "\n".join(keep).strip()
+        out.append(text if text else page)  # a page that is nothing but such lines keeps them
+    return out
 
 
 def clean_pdf_text(text: str) -> str:

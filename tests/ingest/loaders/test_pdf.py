@@ -173,3 +173,25 @@ def test_pdf_with_little_text_and_no_images_still_loads():
     doc = load_one(SAMPLE_PDFS / "024-annotations" / "annotated_pdf.pdf")
     assert doc.title == "Annotated PDF"
     assert doc.pages[0].strip()
+
+
+def test_running_headers_footers_and_page_numbers_are_removed(tmp_path):
+    """A real PDF with a running head on every page (alternating, as facing pages have it), a
+    footer with the page number, and a line that merely recurs at a page top twice in ten
+    pages: the heads and feet go, the content stays."""
+    from rag_core.ingest.loaders import load_file
+
+    pages = []
+    for n in range(1, 11):
+        head = f"Chapter 2: Plotting data {n}" if n % 2 else f"{n} The Plotting Guide"
+        body = "Example" if n in (3, 8) else f"Step {'ABCDEFGHIJ'[n - 1]}"
+        pages.append(f"{head}\n{body}\nPage {n} explains step {n} of drawing a chart with plot().\n"
+                     f"The axis range is set with xlim on page {n}.\n- {n} -")
+    f = tmp_path / "guide.pdf"
+    f.write_bytes(make_pdf(pages))
+    doc = load_file(f)[0]
+    text = "\n".join(doc.pages)
+    assert "Chapter 2: Plotting data" not in text and "The Plotting Guide" not in text
+    assert "- 3 -" not in text
+    assert all(f"Page {n} explains step {n}" in doc.pages[n - 1] for n in range(1, 11))  # page numbers exact
+    assert doc.pages[2].splitlines()[0] == "Example" and doc.pages[0].splitlines()[0] == "Step A"
