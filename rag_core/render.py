@@ -50,7 +50,9 @@ def answer_segments(answer: Answer) -> list[tuple[str, str]]:
     labels = {c.text: c.label for c in answer.claims}
     out = []
     for sent in answer_sentences(answer.text):
-        nums = [int(x) for x in re.findall(r"\[(\d{1,3})\]", sent)]
+        # once each: a sentence citing one passage twice ("… [1] … [1].", or a model's "[1][1]")
+        # showed "[¹][¹]"
+        nums = list(dict.fromkeys(int(x) for x in re.findall(r"\[(\d{1,3})\]", sent)))
         body = re.sub(r"\s*\[\d{1,3}\]", "", sent).strip()
         m = re.match(r"(.*?)([.!?…]*)$", body, re.S)
         text, punct = (m.group(1), m.group(2)) if m else (body, "")

@@ -114,3 +114,13 @@ def test_a_commonmark_renderer_shows_the_text_and_nothing_else(text):
     out = render(escape_md(text)).strip()
     assert out.startswith("<p>") and out.endswith("</p>") and out.count("<") == 2, out
     assert html.unescape(out[3:-4]) == shown(text)
+
+
+def test_a_marker_is_shown_once_per_sentence():
+    from rag_core.models import Answer
+    from rag_core.render import answer_segments
+
+    a = Answer(question="q", text="Flat is better [1] than nested [1][2][1]. Sparse is better [2][2].")
+    mds = [md for md, _ in answer_segments(a)]
+    assert mds[0].count("[¹]") == 1 and mds[0].count("[²]") == 1
+    assert mds[1].count("[²]") == 1
