@@ -499,7 +499,7 @@ class AnswerEngine:
 
     def _abstain(self, ctx: Context, reason: str) -> Answer:
         turn = ctx.turn
-        terms = key_terms(turn.standalone or turn.req.question)
+        terms = [t for t in key_terms(turn.standalone or turn.req.question) if "'" not in t and t not in _TIP_NOISE]
         suggestions = [
             "Check that the right knowledge bases are selected.",
             f"Try other words for the key terms ({', '.join(terms[:4])})." if terms else "Try rephrasing the question.",
@@ -551,6 +551,14 @@ class AnswerEngine:
         prompt = "Write two alternative phrasings of this search question, one per line, no numbering:\n" + question
         lines = self.llm.invoke(prompt, config).splitlines()
         return [ln.strip(" -•\t") for ln in lines if len(ln.strip()) > 3][:2]
+
+
+# Words a question is made of but a rephrasing tip should not suggest changing ("try other
+# words for doesn't, think, equals" was seen): contractions go too.
+_TIP_NOISE = set("""think thinks know mean means meant equal equals equivalent work works use used using get gets make
+makes want need needs way ways happen happens possible thing things something anything really actually also just
+like called call say says said seem seems show shows find tell explain describe example kind sort type
+anyone someone everyone anybody somebody everybody nobody people person""".split())
 
 
 def _rrf_merge(lists: list[list[ScoredChunk]], k: int) -> list[ScoredChunk]:

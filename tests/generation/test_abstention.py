@@ -60,3 +60,12 @@ def test_cli_ask_json_carries_closest(ws, capsys):
     row = json.loads(capsys.readouterr().out)
     assert code == 0 and row["abstained"] and row["citations"] == []
     assert row["closest"] and set(row["closest"][0]) == {"n", "doc_id", "source", "page", "chunk_id", "snippet", "score"}
+
+
+def test_the_rephrasing_tip_names_the_questions_topic_words_only(ws):
+    a = ws.ask(["Geo"], "Why doesn't anyone think the submarine cable equals fibre bandwidth?", caller=OP)
+    assert a.abstained
+    tip = next(s for s in a.suggestions if s.startswith("Try other words"))
+    assert "submarine" in tip and "cable" in tip
+    for noise in ("doesn't", "think", "equals", "anyone"):
+        assert noise not in tip, tip
