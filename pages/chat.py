@@ -29,6 +29,11 @@ if not kbs:
     st.stop()
 
 # ---- saved conversations: the current thread's messages, loaded once per switch ----------
+if "thread_id" not in st.session_state:
+    # A new session (a reload, a new tab) reopens the last conversation instead of an empty
+    # chat; "New chat" sets thread_id to None, which this leaves alone.
+    recent = convs.list()
+    st.session_state.thread_id = recent[0].thread_id if recent else None
 tid = st.session_state.get("thread_id")
 if st.session_state.get("loaded_thread", "none") != tid:
     try:
@@ -69,8 +74,11 @@ def conversations() -> None:
             st.caption("Your conversations are saved here.")
         for t in saved[:30]:
             # a title is the user's first question (or their rename): Markdown-escaped like any input
-            st.button(escape_md(t.title), key=f"th_{t.thread_id}", on_click=open_thread, args=(t.thread_id,),
-                      width="stretch",
+            when = time.strftime("%d %b %H:%M", time.localtime(t.updated))
+            asked = (t.messages + 1) // 2  # a question and its answer
+            st.button(f"{escape_md(t.title)} · {when} · {asked} question{'s' if asked != 1 else ''}",
+                      help=f"{t.messages} messages, last {when}", key=f"th_{t.thread_id}", on_click=open_thread,
+                      args=(t.thread_id,), width="stretch",
                       type="primary" if t.thread_id == tid else "tertiary", icon=":material/chat:")
         if tid:
             with st.popover("This conversation", icon=":material/more_horiz:", width="stretch"):

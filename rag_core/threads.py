@@ -6,6 +6,7 @@ takes the user and answers "not found" for anyone else's thread."""
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from .db import Database
 from .errors import InputError, NotFound
 from .models import Answer
+from .text.analysis import STOPWORDS
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS threads (
@@ -42,6 +44,25 @@ class Thread:
     title: str
     created: float
     updated: float
+    messages: int = 0
+
+
+_TITLE_WORD = re.compile(r"[\w][\w'’.+#-]*")
+_ASKING = {"many", "much", "please", "explain", "tell", "show", "give", "describe", "list", "find", "want", "need", "know",
+           "way", "ways", "possible", "help", "me", "my", "we", "us", "you", "your"}
+
+
+def title_for(question: str, words: int = 6) -> str:
+    """A conversation's title from its first question, offline: its topic words in order
+    ("How do I quit R?" → "Quit R", "What is the capital of France?" → "Capital France"), the
+    question itself when it has none."""
+    terms = [w.strip("'’.-") for w in _TITLE_WORD.findall(question)]
+    terms = [w for w in terms if w and w.lower() not in STOPWORDS and w.lower() not in _ASKING
+             and (len(w) > 1 or w.isupper())]
+    if not terms:
+        return " ".join(question.split())[:80] or "New chat"
+    title = " ".join(terms[:words])
+    return (title[0].upper() + title[1:])[:80]
 
 
 class ThreadStore:
@@ -61,8 +82,10 @@ class ThreadStore:
         return tid
 
     def list(self, user: str | None) -> list[Thread]:
-        return [Thread(r["thread_id"], r["title"], r["created"], r["updated"]) for r in self.db.query(
-            "SELECT * FROM threads WHERE user=? ORDER BY updated DESC", (user or LOCAL,))]
+        """The user's threads, most recently used first, with their message counts."""
+        return [Thread(r["thread_id"], r["title"], r["created"], r["updated"], r["n"]) for r in self.db.query(
+            "SELECT t.*, (SELECT COUNT(*) FROM thread_messages m WHERE m.thread_id = t.thread_id) AS n "
+            "FROM threads t WHERE t.user=? ORDER BY t.updated DESC", (user or LOCAL,))]
 
     def rename(self, thread_id: str, user: str | None, title: str) -> None:
         if not title.strip():
@@ -85,10 +108,11 @@ class ThreadStore:
                             (thread_id,)).fetchone()[0]
             c.execute("INSERT INTO thread_messages VALUES (?,?,?,?,?,?)",
                       (thread_id, seq, role, content, json.dumps(answer.to_dict()) if answer else None, query_id))
-            # the first question names the thread
+            # the first question names the thread: its topic words (five threads that all
+            # read "How do I quit R?" told nothing apart; the list adds date and length)
             if seq == 0 and role == "user":
                 c.execute("UPDATE threads SET title=? WHERE thread_id=? AND title='New chat'",
-                          (" ".join(content.split())[:80], thread_id))
+                          (title_for(content), thread_id))
             c.execute("UPDATE threads SET updated=? WHERE thread_id=?", (time.time(), thread_id))
 
     def drop_last(self, thread_id: str, user: str | None, n: int = 1) -> None:

@@ -238,21 +238,27 @@ def test_conversations_are_saved_and_resumed_in_a_new_session(data_dir, tmp_path
     at = app().run()
     at.chat_input[0].set_value("How many volcanoes does Iceland have?").run()
     assert not at.exception
-    # a new browser session (a reload): the conversation is in the list and opens with its answer
+    # a new browser session (a reload) reopens the last conversation, with its answer
     at2 = app().run()
-    assert at2.session_state["messages"] == []
-    saved = [b for b in at2.sidebar.button if b.label == "How many volcanoes does Iceland have?"]
-    assert len(saved) == 1
-    saved[0].click().run()
     msgs = at2.session_state["messages"]
     assert [m["role"] for m in msgs] == ["user", "assistant"] and "130" in msgs[1]["answer"].text
     assert any("130 volcanoes" in m.value for m in at2.markdown)
+    # listed by its topic, with when and how long
+    saved = [b for b in at2.sidebar.button if b.label.startswith("Volcanoes Iceland · ")]
+    assert len(saved) == 1 and saved[0].label.endswith(" · 1 question")
+    # "New chat" starts an empty one; the saved one opens again from the list
+    next(b for b in at2.button if b.label == "New chat").click().run()
+    assert at2.session_state["messages"] == []
+    next(b for b in at2.sidebar.button if b.label.startswith("Volcanoes Iceland · ")).click().run()
+    assert [m["role"] for m in at2.session_state["messages"]] == ["user", "assistant"]
     # a follow-up goes into the same thread
     at2.chat_input[0].set_value("Do tourists watch the lava?").run()
     ws = Workspace(get_settings(data_dir))
     [t] = ws.threads.list(None)
-    assert len(ws.threads.messages(t.thread_id, None)) == 4
+    assert len(ws.threads.messages(t.thread_id, None)) == 4 and t.messages == 4
     ws.close()
+    at3 = app().run()
+    assert next(b for b in at3.sidebar.button if b.label.startswith("Volcanoes Iceland")).label.endswith("2 questions")
 
 
 def test_only_owners_and_admins_change_a_knowledge_base(data_dir, monkeypatch):

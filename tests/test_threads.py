@@ -30,7 +30,8 @@ def test_a_thread_round_trips_with_its_answers(ws):
     qid = ws.feedback.log_answer(a, [ws.get_kb("Geo", caller=Caller.operator()).kb_id], "ann@example.com", thread_id=tid)
     ws.threads.add(tid, "ann@example.com", "assistant", a.text, a, qid)
     [t] = ws.threads.list("ann@example.com")
-    assert t.title == q  # named by its first question
+    assert t.title == "Volcanoes Iceland"  # named by its first question's topic words
+    assert t.messages == 2
     msgs = ws.threads.messages(tid, "ann@example.com")
     assert [m["role"] for m in msgs] == ["user", "assistant"]
     back = msgs[1]["answer"]
@@ -38,7 +39,7 @@ def test_a_thread_round_trips_with_its_answers(ws):
     assert msgs[1]["query_id"] == qid
     assert ws.feedback.frame().loc[0, "thread_id"] == tid  # the query log records the thread
     md = ws.threads.markdown(tid, "ann@example.com")
-    assert md.startswith(f"# {q}") and "**You:** " + q in md and "[1] volcanoes.md, page 1" in md
+    assert md.startswith("# Volcanoes Iceland") and "**You:** " + q in md and "[1] volcanoes.md, page 1" in md
 
     ws.threads.rename(tid, "ann@example.com", "Iceland")
     assert ws.threads.list("ann@example.com")[0].title == "Iceland"
@@ -61,3 +62,12 @@ def test_threads_are_their_owners_only(ws):
     assert ws.threads.list("ann@example.com") == []
     with pytest.raises(NotFound):
         ws.threads.messages(tid, "ann@example.com")
+
+
+def test_titles_are_the_questions_topic_words():
+    from rag_core.threads import title_for
+
+    assert title_for("How do I quit R?") == "Quit R"
+    assert title_for("What is the capital of France?") == "Capital France"
+    assert title_for("Why?") == "Why?"  # no topic words: the question itself
+    assert len(title_for("word " * 100)) <= 80
