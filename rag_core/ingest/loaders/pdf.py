@@ -155,42 +155,80 @@ def _ocr_pages(path: Path, password: str | None, blank: list[int], pages: list[s
 
 
 _EDGE_LINES = 2  # running heads and feet live in a page's first and last lines
-_MAX_RUNNING_WORDS = 12  # they are short; a longer recurring line is content (a table row, a log line)
+_MAX_RUNNING_WORDS = 16  # they are short; a longer recurring line is content (a table row, a log line)
 _DIGITS = re.compile(r"\d+")
-_ROMAN = re.compile(r"^[ivxlcdm]{1,7}$")
-_PAGE_NUMBER = re.compile(r"^(?:page\s*)?[-–—]?\s*#\s*[-–—]?(?:\s*(?:of|/)\s*#)?$")
+_PAGE_NUMBER = re.compile(r"^(?:page\s*)?[-–—]?\s*(\d{1,5}|[ivxlcdm]{1,7})\s*[-–—]?(?:\s*(?:of|/)\s*\d+)?$", re.I)
+_ROMAN = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100, "d": 500, "m": 1000}
 
 
 def _edge_key(line: str) -> str:
-    key = _DIGITS.sub("#", " ".join(line.lower().split()))
-    return "#" if _ROMAN.match(key) else key
+    return _DIGITS.sub("#", " ".join(line.lower().split()))
+
+
+def _shape(key: str) -> str | None:
+    """A chapter head's template, its title aside: "chapter #: … #" for every chapter's
+    "Chapter 9: Grouping, loops 41", so a chapter of one or two pages is recognised too."""
+    t = key.split()
+    return f"{t[0]} {t[1]} … #" if len(t) >= 3 and t[-1] == "#" and "#" in t[1] else None
+
+
+def _number(line: str) -> int | None:
+    """The page number a bare page-number line shows ("17", "- 3 -", "Page 2 of 9", "xiv")."""
+    m = _PAGE_NUMBER.match(" ".join(line.split()))
+    if not m:
+        return None
+    tok = m.group(1).lower()
+    if tok.isdigit():
+        return int(tok)
+    vals = [_ROMAN[ch] for ch in tok]
+    return sum(-v if i + 1 < len(vals) and v < vals[i + 1] else v for i, v in enumerate(vals))
+
+
+def _recurring(at: list[int]) -> bool:
+    """On at least 3 pages, and on at least 30% of the pages from the first to the last."""
+    return len(at) >= 3 and len(at) >= 0.3 * (at[-1] - at[0] + 1)
 
 
 def strip_running_lines(pages: list[str]) -> list[str]:
-    """Running headers and footers out, page by page: a line among a page's first or last
-    two lines whose text, digits aside ("Chapter 3: Objects 15", "gnuplot 5.4 31"), recurs at
-    a page edge on at least 3 pages and on at least 30% of the pages from its first to its last
-    occurrence (a chapter's head on every page, or on every other page for facing pages),
-    and bare page numbers ("17", "- 3 -", "Page 2 of 9", "xiv") at a page edge. The same line
-    recurring rarely at a page top ("Example") is content and stays; so do footnotes.
-    Spliced into passages such lines ended up inside answers; they carry nothing to retrieve."""
+    """Running headers and footers out, page by page. A line among a page's first or last two
+    lines goes when
+    - its text, digits aside ("Chapter 3: Objects 15", "gnuplot 5.4 31"), recurs at a page edge
+      on at least 3 pages and on at least 30% of the pages from its first to its last occurrence
+      (a chapter's head on every page, or on every other page for facing pages), or its
+      template does ("chapter #: … #", for chapters too short to repeat their own head), or
+    - it is a bare page number ("17", "- 3 -", "Page 2 of 9", "xiv") that keeps step with the
+      page: the same number-minus-page offset on 3 or more pages by the same rule. A lone "6" at
+      the foot of a page of maths output does not, and stays.
+    The same line recurring rarely at a page top ("Example") is content and stays; so do
+    footnotes. Spliced into passages such lines ended up inside answers."""
     if len(pages) < 3:
         return pages
     split = [p.split("\n") for p in pages]
+
+    def edges(lines: list[str]) -> list[str]:
+        return [x for x in lines[:_EDGE_LINES] + lines[-_EDGE_LINES:] if x.strip()]
+
     seen: dict[str, list[int]] = {}
+    offsets: dict[int, list[int]] = {}
     for i, lines in enumerate(split):
-        edge = {_edge_key(x) for x in lines[:_EDGE_LINES] + lines[-_EDGE_LINES:] if x.strip()}
-        for k in edge:
+        keys = {_edge_key(x) for x in edges(lines)}
+        for k in keys | {sh for k in keys if (sh := _shape(k))}:
             seen.setdefault(k, []).append(i)
+        for off in {n - i for x in edges(lines) if (n := _number(x)) is not None}:
+            offsets.setdefault(off, []).append(i)
     running = {k for k, at in seen.items()
-               if len(at) >= 3 and len(at) >= 0.3 * (at[-1] - at[0] + 1) and any(ch.isalpha() for ch in k)
-               and len(k.split()) <= _MAX_RUNNING_WORDS}
+               if _recurring(at) and any(ch.isalpha() for ch in k) and len(k.split()) <= _MAX_RUNNING_WORDS}
+    steps = {off for off, at in offsets.items() if _recurring(at)}
+
+    def debris(x: str, i: int) -> bool:
+        n, k = _number(x), _edge_key(x)
+        return k in running or _shape(k) in running or (n is not None and n - i in steps)
+
     out = []
-    for page, lines in zip(pages, split):
+    for i, (page, lines) in enumerate(zip(pages, split)):
         n = len(lines)
         keep = [x for j, x in enumerate(lines)
-                if not ((j < _EDGE_LINES or j >= n - _EDGE_LINES) and x.strip()
-                        and (_edge_key(x) in running or _PAGE_NUMBER.match(_edge_key(x))))]
+                if not ((j < _EDGE_LINES or j >= n - _EDGE_LINES) and x.strip() and debris(x, i))]
         text = "\n".join(keep).strip()
         out.append(text if text else page)  # a page that is nothing but such lines keeps them
     return out
