@@ -82,11 +82,40 @@ class _Open:
         return all(u.kind == "heading" for u in self.units)
 
 
+_SENTENCE_END = re.compile(r"""[.!?:;…"'”’)\]]\s*$""")
+
+
+def _runs_on(page: str, following: str) -> bool:
+    """Does the next page continue this page's last sentence? The page ends without closing
+    punctuation in prose (not a heading, table row or code fence) and the next one starts in
+    lowercase or with a continuing comma or parenthesis."""
+    end, start = page.rstrip(), following.lstrip()
+    if not end or not start:
+        return False
+    last = end.rsplit("\n", 1)[-1].lstrip()
+    if last.startswith(("#", "|", "```", "- ", "* ")) or _SENTENCE_END.search(end) or len(last.split()) < 4:
+        return False  # a label, a list item, a table row, code: not a sentence cut by the page
+    return start[0].islower() or start[0] in ",;)"
+
+
+def join_pages(pages: list[str]) -> str:
+    """A document's full text: its pages joined by a paragraph break, or by a line break where
+    a sentence runs on (both two characters)."""
+    if not pages:
+        return ""
+    seps = ["\n " if _runs_on(a, b) else "\n\n" for a, b in zip(pages, pages[1:])]
+    return pages[0] + "".join(sep + p for sep, p in zip(seps, pages[1:]))
+
+
 class _Text:
     """The full text with its line and page offsets."""
 
     def __init__(self, pages: list[str]) -> None:
-        self.full = "\n\n".join(pages)
+        # Pages are joined by a paragraph break, except where a sentence runs on from one page
+        # to the next: then by a line break ("\n " is as long as "\n\n", so character offsets
+        # and page numbers are the same either way; line numbers after it are one lower), and
+        # the sentence stays whole in one passage.
+        self.full = join_pages(pages)
         self.lines = self.full.split("\n")
         self.line_starts = [0, *accumulate(len(line) + 1 for line in self.lines[:-1])]
         self.page_starts = [0, *accumulate(len(p) + 2 for p in pages[:-1])]

@@ -360,7 +360,7 @@ def test_a_large_document_is_chunked_completely():
     text = "\n\n".join([section] * 1000)  # ~3.7 MB; its speed: benchmarks/loader_speed.py
     doc = doc_of(*[text[i : i + 40_000] for i in range(0, len(text), 40_000)])
     chunks = chunk(doc)
-    assert len(chunks) > 3000
+    assert len(chunks) >= 3000  # 3 per section (slices that cut a sentence are joined back)
     assert [c.ordinal for c in chunks] == list(range(len(chunks)))
     assert chunks[-1].page_end == doc.page_count
 
@@ -373,3 +373,16 @@ def test_overlap_copies_prose_only():
     assert chunks[0].text.startswith("```") and "code_line" not in chunks[1].text
     assert chunks[1].text.startswith("Tiny tail.\n\nSentence number 0")  # the prose tail is the overlap
     assert chunks[1].char_start < chunks[0].char_end
+
+
+def test_a_sentence_running_on_to_the_next_page_stays_whole():
+    doc = doc_of("# Setup\n\nTo change the axis range you call the function",
+                 "xlim with two numbers. It takes effect at once.",
+                 "A new paragraph starts here.\n\nAnother one.")
+    chunks = chunk(doc, chunk_size=2000)
+    text = " ".join(" ".join(c.text.split()) for c in chunks)
+    assert "you call the function xlim with two numbers." in text
+    [c] = [c for c in chunks if "xlim" in c.text]
+    assert c.page_start == 1 and c.page_end >= 2
+    assert len(chunk(doc_of("A page that ends a sentence here.", "starts lowercase after it."),
+                     chunk_size=2000)[0].text.split("\n\n")) == 2  # a finished sentence still ends its paragraph

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from rag_core.errors import LoadError
-from rag_core.ingest.chunker import chunk_document
+from rag_core.ingest.chunker import chunk_document, join_pages
 from rag_core.ingest.loaders import (
     clean_pdf_text,
     load_file,
@@ -132,11 +132,11 @@ def test_long_pdf_chunk_pages_are_right(geotopo):
     for phrase, page in (("Wintersemester 2013/2014", 2), ("Abbildung 3.5: Situation aus Bemerkung 44", 51)):
         hits = [c for c in chunks if phrase in c.text]
         assert hits and all(c.page_start <= page <= c.page_end for c in hits), phrase
-    page_of = []  # page number of every character of the full text, "\n\n" joins included
+    page_of = []  # page number of every character of the full text, the two-character joins included
     for number, page in enumerate(geotopo.pages, start=1):
         page_of += [number] * (len(page) + 2)
     for chunk in chunks:
-        assert chunk.text in "\n\n".join(geotopo.pages[chunk.page_start - 1 : chunk.page_end]) or chunk.chunk_type == "table"
+        assert chunk.text in join_pages(geotopo.pages[chunk.page_start - 1 : chunk.page_end]) or chunk.chunk_type == "table"
         assert (chunk.page_start, chunk.page_end) == (page_of[chunk.char_start], page_of[chunk.char_end - 1])
 
 
