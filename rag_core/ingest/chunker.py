@@ -1,7 +1,7 @@
 """Structure-aware chunking: `LoadedDocument` (light Markdown) -> `Chunk`s.
 
 Positions, defined once because citations depend on them:
-- full text = `"\\n\\n".join(doc.pages)`; page numbers are 1-based indexes into `doc.pages`.
+- full text = chunker.join_pages(doc.pages): pages joined by "\\n\\n", or "\\n " where a sentence runs on; page numbers are 1-based indexes into `doc.pages`.
 - `chunk.text == full_text[char_start:char_end]`, overlap included. The one exception is
   a table piece after the first: its text is the table's header rows, a newline, then
   `full_text[char_start:char_end]` (the header is repeated so each piece reads on its own).
