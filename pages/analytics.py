@@ -160,8 +160,14 @@ with left:
     st.subheader("Lowest rated")
     show(df[df["rating"] == -1].sort_values("time", ascending=False).head(10))
 with right:
-    st.subheader("Lowest grounded")
-    show(answered.sort_values("grounding").head(10))
+    st.subheader("Weakest answers")
+    # Only answers that are not fully supported or were shown with low confidence, weakest first:
+    # when every answer is fully supported, a "lowest grounded" list was an arbitrary ten.
+    weak = answered[(answered["grounding"] < 1.0) | (answered["confidence"] < 0.5)]
+    if weak.empty:
+        st.caption("Every answer in this range is fully supported and was shown with confidence ≥ 50%.")
+    else:
+        show(weak.sort_values(["grounding", "confidence", "time"], ascending=[True, True, False]).head(10))
 
 export = df.drop(columns=["ts", "kb_ids", "kb_list", "rated_ts"]).to_csv(index=False).encode()
 st.download_button("Download these answers and feedback (CSV)", export, file_name="groundwork-feedback.csv",

@@ -430,3 +430,24 @@ def test_renaming_a_knowledge_base_keeps_it_selected(data_dir):
     assert not at.exception
     assert next(s for s in at.selectbox if s.label == "Knowledge base").value == "Gamma renamed"
     assert any(t.label == "Name" and t.value == "Gamma renamed" for t in at.text_input)
+
+
+def test_weakest_answers_lists_only_weak_ones(data_dir, tmp_path):
+    from rag_core.models import Answer
+
+    ws = seed(data_dir, tmp_path)
+    kb_id = ws.get_kb("Geo", caller=Caller.operator()).kb_id
+    a = ws.ask(["Geo"], "How many volcanoes does Iceland have?", caller=Caller.operator())
+    assert a.grounding_score == 1.0 and a.confidence >= 0.5
+    ws.feedback.log_answer(a, [kb_id])
+    at = app().run()
+    at.switch_page("pages/analytics.py").run()
+    assert any("Every answer in this range is fully supported" in c.value for c in at.caption)
+    weak = Answer(question="How hot is the lava?", text="Lava is hot [1].", grounding_score=0.5, answers_question=0.4,
+                  confidence=0.2)
+    ws.feedback.log_answer(weak, [kb_id])
+    at.run()
+    labels = [e.label for e in at.expander]
+    assert any("How hot is the lava" in x for x in labels)
+    assert not any("How many volcanoes" in x for x in labels)
+    ws.close()
