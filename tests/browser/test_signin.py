@@ -141,8 +141,8 @@ def test_two_users_see_only_what_they_may(app, browser):
     assert "4471" not in reply.inner_text() and "papaya.md" not in reply.inner_text()
     # conversations: only his own (Alice asked the same question; her thread is not listed)
     sidebar = bob.locator("[data-testid=stSidebar]")
-    # the thread list is redrawn after the answer: wait for his thread, then count
-    threads = sidebar.get_by_role("button", name="What is the launch code of project Papaya?")
+    # the thread list is redrawn after the answer: wait for his thread (titled by its topic words), then count
+    threads = sidebar.get_by_role("button", name="Launch code project Papaya · ")
     threads.first.wait_for()
     assert threads.count() == 1
     bob.get_by_role("link", name="Upload").click()
