@@ -284,6 +284,14 @@ CLI = {
     ("verify",): ("none", ["--pairs", "{pairs}", "--out", "{out}"]),  # reads no data folder
     ("migrate",): ("admin", ["--to", "weaviate"]),
     ("eval", "beir"): ("self", ["{folder}"]),  # indexes into the caller's own knowledge base
+    ("chunks",): ("read", ["--kb", "{kb}", "--out", "{out}"]),
+    # The machine operator's tools: whoever runs them holds the data folder (its database);
+    # --user/--groups/--tenant name the key's owner (tests/api, tests/test_api_keys.py).
+    ("api-key", "create"): ("operator", ["--scope", "read"]),
+    ("api-key", "list"): ("operator", []),
+    ("api-key", "revoke"): ("operator", ["{doc}"]),
+    # Identity comes with each HTTP request (API keys, OIDC), not from flags (tests/api/test_access.py).
+    ("serve",): ("none", []),
 }
 
 
@@ -328,7 +336,9 @@ def test_cli_matrix(world, capsys, monkeypatch):
             continue
         for scen, (caller, kb_name, expected) in SCENARIOS.items():
             t = targets[kb_name]
-            fill = dict(kb=kb_name, file=str(tmp / "cli.txt"), doc=t.doc_id)
+            out_file = tmp / "cli_out.jsonl"
+            out_file.unlink(missing_ok=True)
+            fill = dict(kb=kb_name, file=str(tmp / "cli.txt"), doc=t.doc_id, out=str(out_file))
             before = snapshot(ws, t)
             # identity flags before the command, as --help shows them
             code, out, err = run_cli(capsys, "--data-dir", data, *who[scen], *path, *[a.format(**fill) for a in template])
@@ -336,11 +346,13 @@ def test_cli_matrix(world, capsys, monkeypatch):
                            *[a.format(**{**fill, "kb": "Nope"}) for a in template])
             if expected == "hidden":
                 assert code == 2 and err.replace(kb_name, "<asked>") == miss[2].replace("Nope", "<asked>"), (path, scen, err)
+                assert not out_file.exists(), (path, scen)  # nothing written for a hidden one
                 assert out == "" and "Alpha" not in err.replace(kb_name, "")
             elif kind == "write":
                 assert code == 2 and "only the owners" in err, (path, scen, err)
             else:
-                assert code == 0 and "merger" in out.lower(), (path, scen, out, err)
+                shown = out + (out_file.read_text() if "{out}" in template and out_file.exists() else "")
+                assert code == 0 and "merger" in shown.lower(), (path, scen, out, err)
             if kind == "write":
                 assert snapshot(ws, t) == before, (path, scen)
     # kb list as Bob, identity before the command, JSON before it too: only JSON, nothing of Alice's
