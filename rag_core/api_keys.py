@@ -112,7 +112,7 @@ class ApiKeys:
             raise InputError(f"scope must be one of: {', '.join(SCOPES)}")
         if not by.admin and (by.user != user or scope == "admin"):
             raise InputError("only an admin may create keys for other users or with the admin scope")
-        gs = sorted({g.strip() for g in (groups.split(",") if isinstance(groups, str) else groups or []) if g.strip()})
+        gs = sorted(Caller.of(user, groups).groups)
         key_id, secret = uuid.uuid4().hex[:16], secrets.token_urlsafe(32)
         now = time.time()
         with self.db.transaction() as c:

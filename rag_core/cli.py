@@ -115,11 +115,9 @@ def cmd_kb_delete(args) -> int:
 def cmd_kb_list(args) -> int:
     ws = _workspace(args)
     caller = _caller(args, ws)
-    rows = []
-    for kb in ws.list_kbs(caller=caller):
-        docs, chunks = ws.kb_counts(kb.kb_id, caller=caller)
-        rows.append({**_kb_row(kb), "documents": docs, "chunks": chunks,
-                     "may_change": ws.can_write(kb.kb_id, caller=caller)})
+    from .schemas import kb_listing
+
+    rows = [kb_listing(ws, kb, caller) for kb in ws.list_kbs(caller=caller)]
     human = "\n".join(f"{r['name']}\t{r['documents']} documents\t{r['chunks']} chunks\t{r['kb_id']}" for r in rows)
     _emit(args, rows, human or "no knowledge bases yet: python -m rag_core kb create NAME")
     return 0
@@ -444,10 +442,8 @@ def cmd_serve(args) -> int:
 
 
 def _keys(args):
-    from .api_keys import ApiKeys
-
     ws = _workspace(args)
-    return ws, ApiKeys(ws.db)
+    return ws, ws.api_keys
 
 
 def cmd_api_key_create(args) -> int:
@@ -457,10 +453,8 @@ def cmd_api_key_create(args) -> int:
     from .access import Caller
 
     ws, keys = _keys(args)
-    user = args.user if args.user is not None else ws.settings.user
-    groups = args.groups if args.groups is not None else ws.settings.groups
-    tenant = args.tenant if args.tenant is not None else ws.settings.tenant
-    new = keys.create(user or "", args.scope, groups, tenant, args.label, by=Caller.operator())
+    owner = _caller(args, ws)  # the identity on the line (or $RAG_USER…): the key's owner, not who may act
+    new = keys.create(owner.user or "", args.scope, owner.groups, owner.tenant, args.label, by=Caller.operator())
     info = new.info.to_dict()
     if args.json:
         print(json.dumps({**info, "key": new.key}))

@@ -263,11 +263,7 @@ class CallerFeedback:
         self._log.rate(query_id, rating, comment, reason)
 
     def rating_of(self, query_id: str) -> tuple[int, str, str | None] | None:
-        try:
-            self._mine(query_id)
-        except InputError:
-            return None
-        return self._log.rating_of(query_id)
+        return self._log.rating_of(query_id) if self.owns(query_id) else None
 
     def frame(self) -> pd.DataFrame:
         df = self._log.frame(self._names, unknown="(hidden)")

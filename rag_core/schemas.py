@@ -63,3 +63,10 @@ def kb_row(kb) -> dict[str, Any]:
     return {"kb_id": kb.kb_id, "name": kb.name, "description": kb.description, "tenant": kb.tenant,
             "owners": kb.owners, "users": kb.acl_users, "groups": kb.acl_groups,
             "grounded_only": kb.grounded_only, "instructions": kb.instructions}
+
+
+def kb_listing(ws, kb, caller) -> dict[str, Any]:
+    """kb_row with what a caller sees in a list: its counts and whether it may change it
+    (`kb list --json` and /v1/knowledge-bases; `ws` is the caller's Workspace)."""
+    docs, chunks = ws.kb_counts(kb.kb_id, caller=caller)
+    return {**kb_row(kb), "documents": docs, "chunks": chunks, "may_change": ws.can_write(kb.kb_id, caller=caller)}

@@ -65,6 +65,10 @@ def title_for(question: str, words: int = 6) -> str:
     return (title[0].upper() + title[1:])[:80]
 
 
+def _thread(r) -> Thread:
+    return Thread(r["thread_id"], r["title"], r["created"], r["updated"], r["n"])
+
+
 class ThreadStore:
     def __init__(self, db: Database):
         self.db = db
@@ -81,11 +85,18 @@ class ThreadStore:
             c.execute("INSERT INTO threads VALUES (?,?,?,?,?)", (tid, user or LOCAL, title[:120], now, now))
         return tid
 
+    _SELECT = ("SELECT t.*, (SELECT COUNT(*) FROM thread_messages m WHERE m.thread_id = t.thread_id) AS n "
+               "FROM threads t WHERE t.user=?")
+
     def list(self, user: str | None) -> list[Thread]:
         """The user's threads, most recently used first, with their message counts."""
-        return [Thread(r["thread_id"], r["title"], r["created"], r["updated"], r["n"]) for r in self.db.query(
-            "SELECT t.*, (SELECT COUNT(*) FROM thread_messages m WHERE m.thread_id = t.thread_id) AS n "
-            "FROM threads t WHERE t.user=? ORDER BY t.updated DESC", (user or LOCAL,))]
+        return [_thread(r) for r in self.db.query(f"{self._SELECT} ORDER BY t.updated DESC", (user or LOCAL,))]
+
+    def get(self, thread_id: str, user: str | None) -> Thread:
+        r = self.db.query_one(f"{self._SELECT} AND t.thread_id=?", (user or LOCAL, thread_id))
+        if r is None:
+            raise NotFound("no such conversation")
+        return _thread(r)
 
     def rename(self, thread_id: str, user: str | None, title: str) -> None:
         if not title.strip():
@@ -165,6 +176,9 @@ class UserThreads:
 
     def list(self) -> list[Thread]:
         return self._store.list(self.user)
+
+    def get(self, thread_id: str) -> Thread:
+        return self._store.get(thread_id, self.user)
 
     def rename(self, thread_id: str, title: str) -> None:
         self._store.rename(thread_id, self.user, title)

@@ -24,13 +24,17 @@ class Question:
     thread_id: str | None
 
 
+def check_length(ws, text: str, what: str) -> None:
+    limit = ws.settings.api_max_question_chars
+    if len(text) > limit:
+        raise InputError(f"the {what} is too long ({len(text)} characters; the limit is {limit})")
+
+
 def prepare(ws, caller: Caller, question: str, kb_names: list[str], doc_ids: list[str] | None = None,
             thread_id: str | None = None, history: list[tuple[str, str]] | None = None) -> Question:
     """The chain's request. With a thread, its saved messages are the history (a thread that is
     not the caller's is "not found"); otherwise `history` (an OpenAI client's earlier turns)."""
-    limit = ws.settings.api_max_question_chars
-    if len(question) > limit:
-        raise InputError(f"the question is too long ({len(question)} characters; the limit is {limit})")
+    check_length(ws, question, "question")
     if not question.strip():
         raise InputError("the question is empty")
     if thread_id is not None:
@@ -52,8 +56,10 @@ def record(ws, q: Question, answer: Answer, metrics=None) -> str:
     return qid
 
 
-def run(ws, q: Question) -> Answer:
-    return ws.answers.answer(q.req)
+def answer(ws, q: Question, metrics=None) -> tuple[Answer, str]:
+    """The verified answer, logged: (answer, query id)."""
+    a = ws.answers.answer(q.req)
+    return a, record(ws, q, a, metrics)
 
 
 async def events(ws, q: Question, disconnected=None) -> AsyncIterator:

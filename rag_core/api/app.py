@@ -12,14 +12,13 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..access import PermissionDenied
-from ..api_keys import ApiKeys
 from ..config import Settings, get_settings
-from ..errors import GroundworkError, InputError, LoadError, MissingDependency, NotFound
+from ..errors import GroundworkError
 from .auth import Authenticator, RateLimiter
+from .errors import classify
+from .errors import error_response as _error
 from .gate import Gate
 from .metrics import Metrics, MetricsMiddleware
 from .routes import ApiError
@@ -29,10 +28,6 @@ log = logging.getLogger("groundwork.api")
 _HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
                405: "method_not_allowed", 413: "too_large", 415: "unsupported_media_type", 422: "invalid_request",
                429: "rate_limited"}
-
-
-def _error(status: int, code: str, message: str, headers: dict | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
 
 
 def _validation_message(exc: RequestValidationError) -> str:
@@ -55,8 +50,7 @@ def create_app(settings: Settings | None = None, workspace=None, no_auth: bool =
     async def lifespan(app: FastAPI):
         own = workspace is None
         app.state.ws = Workspace(settings) if own else workspace
-        app.state.keys = ApiKeys(app.state.ws.db)
-        app.state.auth.keys = app.state.keys
+        app.state.auth.keys = app.state.ws.api_keys
         try:
             yield
         finally:
@@ -81,14 +75,7 @@ def create_app(settings: Settings | None = None, workspace=None, no_auth: bool =
 
     @app.exception_handler(GroundworkError)
     async def groundwork_error(request: Request, exc: GroundworkError):
-        if isinstance(exc, NotFound):
-            return _error(404, "not_found", str(exc))
-        if isinstance(exc, PermissionDenied):
-            return _error(403, "forbidden", str(exc))
-        if isinstance(exc, MissingDependency):
-            return _error(503, "unavailable", str(exc))
-        code = "bad_file" if isinstance(exc, LoadError) else "bad_request" if isinstance(exc, InputError) else "bad_request"
-        return _error(400, code, str(exc))
+        return _error(*classify(exc), str(exc))
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError):

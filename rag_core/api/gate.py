@@ -5,29 +5,13 @@ Content-Length or by counting a chunked body as it arrives)."""
 
 from __future__ import annotations
 
-import json
-import logging
-
 import anyio
 from fastapi import HTTPException
 
 from .auth import Authenticator, RateLimiter, Unauthorized
-
-log = logging.getLogger("groundwork.api")
+from .errors import error_response
 
 OPEN_PATHS = {"/v1/health", "/v1/ready", "/docs", "/docs/oauth2-redirect", "/openapi.json", "/redoc"}
-
-
-def error_body(code: str, message: str) -> bytes:
-    return json.dumps({"error": {"code": code, "message": message}}).encode()
-
-
-async def send_error(send, status: int, code: str, message: str, headers: list[tuple[bytes, bytes]] = ()) -> None:
-    body = error_body(code, message)
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            *headers]})
-    await send({"type": "http.response.body", "body": body})
 
 
 class TooLarge(HTTPException):
@@ -58,20 +42,20 @@ class Gate:
             principal = await anyio.to_thread.run_sync(self.auth.resolve, headers.get("authorization"))
         except Unauthorized as exc:
             challenge = 'Bearer realm="groundwork"' + (', error="invalid_token"' if exc.invalid else "")
-            await send_error(send, 401, "unauthorized", str(exc), [(b"www-authenticate", challenge.encode())])
+            await error_response(401, "unauthorized", str(exc), {"WWW-Authenticate": challenge})(scope, receive, send)
             return
         wait = self.limiter.take(principal.key)
         if wait > 0:
-            await send_error(send, 429, "rate_limited",
-                             f"too many requests for this key: try again in {RateLimiter.retry_after(wait)} s",
-                             [(b"retry-after", RateLimiter.retry_after(wait).encode())])
+            after = RateLimiter.retry_after(wait)
+            await error_response(429, "rate_limited", f"too many requests for this key: try again in {after} s",
+                                 {"Retry-After": after})(scope, receive, send)
             return
         scope.setdefault("state", {})["principal"] = principal
         upload = scope["method"] == "POST" and scope["path"].endswith("/documents")
         limit = self.max_upload if upload else self.max_body
         length = headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > limit:
-            await send_error(send, 413, "too_large", _too_large(limit, upload))
+            await error_response(413, "too_large", _too_large(limit, upload))(scope, receive, send)
             return
         seen = 0
         started = False
@@ -95,7 +79,7 @@ class Gate:
             await self.app(scope, counted_receive, tracked_send)
         except TooLarge:
             if not started:
-                await send_error(send, 413, "too_large", _too_large(limit, upload))
+                await error_response(413, "too_large", _too_large(limit, upload))(scope, receive, send)
 
 
 def _too_large(limit: int, upload: bool) -> str:

@@ -34,6 +34,7 @@ from ..models import Answer
 from ..schemas import AnswerOut
 from . import answering
 from .auth import Principal
+from .errors import error_payload
 from .routes import READ, ApiError, ws_of
 
 PREFIX = "groundwork/"
@@ -110,8 +111,7 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, p: Pri
         return AnswerOut.of(a, qid, query_id=qid).model_dump()
 
     if not body.stream:
-        answer = await anyio.to_thread.run_sync(answering.run, ws, q)
-        qid = await anyio.to_thread.run_sync(answering.record, ws, q, answer, metrics)
+        answer, qid = await anyio.to_thread.run_sync(answering.answer, ws, q, metrics)
         content = answer.text + sources_block(answer)
         return {"id": cid, "object": "chat.completion", "created": created, "model": body.model,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
@@ -144,8 +144,6 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, p: Pri
                     tail += sources_block(a)
                     yield chunk({"content": tail} if tail else {}, "stop", groundwork=extra(a, qid))
         except Exception as exc:  # noqa: BLE001 - the status line is sent: say so in the stream
-            from .routes import error_payload
-
             yield f"data: {json.dumps(error_payload(exc))}\n\n".encode()
         yield b"data: [DONE]\n\n"
 

@@ -12,10 +12,11 @@ from dataclasses import asdict
 from fastapi import APIRouter, Depends, File, Request, UploadFile
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 
-from ..errors import InputError, NotFound
+from ..errors import NotFound
 from ..models import RetrievalSettings
-from ..schemas import AnswerOut, kb_row
+from ..schemas import AnswerOut, kb_listing
 from . import answering
+from .errors import error_payload
 from .auth import Principal
 from .models import (FeedbackRequest, KnowledgeBaseCreate, KnowledgeBaseUpdate, QueryRequest, SearchRequest,
                      ThreadCreate, ThreadRename)
@@ -47,9 +48,7 @@ def ws_of(request: Request):
 
 # ---- knowledge bases ----------------------------------------------------------------------
 def _kb_out(ws, kb, caller) -> dict:
-    docs, chunks = ws.kb_counts(kb.kb_id, caller=caller)
-    return {**kb_row(kb), "retrieval": asdict(kb.retrieval), "documents": docs, "chunks": chunks,
-            "may_change": ws.can_write(kb.kb_id, caller=caller)}
+    return {**kb_listing(ws, kb, caller), "retrieval": asdict(kb.retrieval)}
 
 
 def _retrieval(base: RetrievalSettings, given) -> RetrievalSettings:
@@ -199,8 +198,7 @@ async def query(body: QueryRequest, request: Request, p: Principal = READ):
     q = await anyio.to_thread.run_sync(lambda: answering.prepare(
         ws, p.caller, body.question, body.knowledge_bases, body.documents, body.thread_id))
     if not body.stream:
-        answer = await anyio.to_thread.run_sync(answering.run, ws, q)
-        qid = await anyio.to_thread.run_sync(answering.record, ws, q, answer, metrics)
+        answer, qid = await anyio.to_thread.run_sync(answering.answer, ws, q, metrics)
         return AnswerOut.of(answer, qid, query_id=qid, thread_id=q.thread_id).model_dump()
 
     async def stream():
@@ -218,19 +216,10 @@ async def query(body: QueryRequest, request: Request, p: Principal = READ):
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
-def error_payload(exc: Exception) -> dict:
-    from ..errors import GroundworkError
-
-    if isinstance(exc, GroundworkError):
-        return {"error": {"code": "bad_request", "message": str(exc)}}
-    return {"error": {"code": "internal_error", "message": "the answer failed on the server"}}
-
-
 @router.post("/search", tags=["answers"])
 def search(body: SearchRequest, request: Request, p: Principal = READ):
     ws = ws_of(request)
-    if len(body.query) > ws.settings.api_max_question_chars:
-        raise InputError(f"the query is too long (limit {ws.settings.api_max_question_chars} characters)")
+    answering.check_length(ws, body.query, "query")
     r = ws.search(body.knowledge_bases, body.query, k=body.top_k, mode=body.mode, rerank=body.rerank, caller=p.caller)
     return {"query": body.query, "timings_ms": r.timings_ms, "results": [
         {"doc_id": x.chunk.doc_id, "chunk_id": x.chunk.chunk_id, "kb_id": x.chunk.kb_id, "score": x.score,
@@ -263,14 +252,14 @@ def list_threads(request: Request, p: Principal = READ):
 def create_thread(body: ThreadCreate, request: Request, p: Principal = READ):
     convs = ws_of(request).conversations(caller=p.caller)
     tid = convs.create(body.title)
-    return next(_thread_out(t) for t in convs.list() if t.thread_id == tid)
+    return _thread_out(convs.get(tid))
 
 
 @router.get("/threads/{thread_id}", tags=["threads"])
 def read_thread(thread_id: str, request: Request, p: Principal = READ):
     convs = ws_of(request).conversations(caller=p.caller)
     msgs = convs.messages(thread_id)
-    thread = next(t for t in convs.list() if t.thread_id == thread_id)
+    thread = convs.get(thread_id)
     out = []
     for m in msgs:
         row = {"role": m["role"], "content": m["content"]}
@@ -284,7 +273,7 @@ def read_thread(thread_id: str, request: Request, p: Principal = READ):
 def rename_thread(thread_id: str, body: ThreadRename, request: Request, p: Principal = READ):
     convs = ws_of(request).conversations(caller=p.caller)
     convs.rename(thread_id, body.title)
-    return next(_thread_out(t) for t in convs.list() if t.thread_id == thread_id)
+    return _thread_out(convs.get(thread_id))
 
 
 @router.delete("/threads/{thread_id}", status_code=204, tags=["threads"])
