@@ -90,9 +90,10 @@ class ExtractiveAnswerer:
 
     def read(self, question: str, sources: list[ScoredChunk], max_passages: int | None = None) -> Evidence:
         cands: list[tuple[int, int, str]] = []
+        sentences: dict[int, list[str]] = {}  # per passage, whitespace-normalised (neighbours for _inputs)
         for si, r in enumerate(sources[: max_passages or self.max_passages]):
-            for k, sent in enumerate(split_sentences(r.chunk.text)):
-                s = " ".join(sent.split())
+            sentences[si] = [" ".join(sent.split()) for sent in split_sentences(r.chunk.text)]
+            for k, s in enumerate(sentences[si]):
                 if 12 <= len(s) <= self.max_sentence_chars and not s.startswith("#"):
                     cands.append((si, k, s))
         if not cands:
@@ -108,7 +109,7 @@ class ExtractiveAnswerer:
             lexical = cov + np.array([0.5 / (1 + si) for si, _, _ in cands])  # earlier passages first
             keep = sorted(np.argsort(-lexical, kind="stable")[: self.max_read].tolist())
             cands, cov = [cands[i] for i in keep], cov[keep]
-        logits = self.reader.logits("answers", [question] * len(cands), self._inputs(sources, cands))
+        logits = self.reader.logits("answers", [question] * len(cands), self._inputs(sources, cands, sentences))
         if self.embed is not None:
             vecs = self.embed([question] + [c[2] for c in cands])
             cos = vecs[1:] @ vecs[0]
@@ -123,16 +124,16 @@ class ExtractiveAnswerer:
         z = x @ np.array([self.weights[f] for f in SELECTION_FEATURES])
         return Evidence(cands, 1.0 / (1.0 + np.exp(-z)), x)
 
-    def _inputs(self, sources: list[ScoredChunk], cands: list[tuple[int, int, str]]) -> list[str]:
+    def _inputs(self, sources: list[ScoredChunk], cands: list[tuple[int, int, str]],
+                sentences: dict[int, list[str]]) -> list[str]:
         """What the reader reads per candidate: its passage's heading and the sentence, and with a
         model trained for it, the sentences before and after it in the passage (a procedural
         answer's command, a pronoun's referent)."""
         if not getattr(self.reader, "reads_context", False):
             return [f"{sources[si].chunk.heading} | {s}" for si, _, s in cands]
-        split = {si: [" ".join(x.split()) for x in split_sentences(sources[si].chunk.text)] for si in {c[0] for c in cands}}
         out = []
         for si, k, s in cands:
-            sents = split[si]
+            sents = sentences[si]
             out.append(answer_input(sources[si].chunk.heading, s, sents[k - 1] if k > 0 else "",
                                     sents[k + 1] if k + 1 < len(sents) else ""))
         return out

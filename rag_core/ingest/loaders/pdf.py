@@ -211,10 +211,11 @@ def strip_running_lines(pages: list[str]) -> list[str]:
     seen: dict[str, list[int]] = {}
     offsets: dict[int, list[int]] = {}
     for i, lines in enumerate(split):
-        keys = {_edge_key(x) for x in edges(lines)}
+        edge = edges(lines)
+        keys = {_edge_key(x) for x in edge}
         for k in keys | {sh for k in keys if (sh := _shape(k))}:
             seen.setdefault(k, []).append(i)
-        for off in {n - i for x in edges(lines) if (n := _number(x)) is not None}:
+        for off in {n - i for x in edge if (n := _number(x)) is not None}:
             offsets.setdefault(off, []).append(i)
     running = {k for k, at in seen.items()
                if _recurring(at) and any(ch.isalpha() for ch in k) and len(k.split()) <= _MAX_RUNNING_WORDS}
