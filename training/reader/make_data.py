@@ -272,6 +272,15 @@ def squad_articles():
     return train, calib
 
 
+def answers_text(title: str, s: str, sents: list[str], share: float, rng: random.Random) -> str:
+    """An `answers` row's second text: with probability `share` the sentence read with its
+    neighbours in `sents` (rag_core.reader.answer_input), else alone ("TITLE | SENTENCE")."""
+    if share and s in sents and rng.random() < share:
+        i = sents.index(s)
+        return answer_input(title, s, sents[i - 1] if i else "", sents[i + 1] if i + 1 < len(sents) else "")
+    return f"{title} | {s}"
+
+
 def squad_pairs(articles, rng: random.Random, synth_per_q: float = 1.0, context_share: float = 0.0):
     """`context_share`: the share of `answers` rows whose sentence is read with its neighbours
     (rag_core.reader.answer_input); the rest read it alone, as the verifier asks."""
@@ -287,10 +296,7 @@ def squad_pairs(articles, rng: random.Random, synth_per_q: float = 1.0, context_
             answers_here = list(dict.fromkeys(a["text"] for qa in p["qas"] for a in qa.get("answers", [])))
 
             def b_of(s: str, title=title, sents=sents) -> str:
-                if context_share and rng.random() < context_share:
-                    i = sents.index(s)
-                    return answer_input(title, s, sents[i - 1] if i else "", sents[i + 1] if i + 1 < len(sents) else "")
-                return f"{title} | {s}"
+                return answers_text(title, s, sents, context_share, rng)
 
             for qa in p["qas"]:
                 q = qa["question"].strip()

@@ -26,9 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import domain_pairs  # noqa: E402
-from make_data import assert_not_evaluation  # noqa: E402
+from make_data import answers_text, assert_not_evaluation  # noqa: E402
 
-from rag_core.reader import answer_input  # noqa: E402
 from rag_core.text.sentences import split_sentences  # noqa: E402
 
 
@@ -47,10 +46,7 @@ def scifact_rows(rng: random.Random, context_share: float = 0.0) -> list[dict]:
         sents = split_sentences(it["passage"])
 
         def b(s: str, it=it, sents=sents) -> str:
-            if context_share and s in sents and rng.random() < context_share:
-                i = sents.index(s)
-                return answer_input(it["title"], s, sents[i - 1] if i else "", sents[i + 1] if i + 1 < len(sents) else "")
-            return f"{it['title']} | {s}"
+            return answers_text(it["title"], s, sents, context_share, rng)
 
         rows.append({"task": "answers", "a": it["q"], "b": b(it["evidence"]), "label": 1, "kind": "scifact/evidence"})
         rows.append({"task": "answers", "a": it["q"], "b": b(it["topical"]), "label": 0, "kind": "scifact/topical"})
