@@ -33,3 +33,24 @@ def weaviate_cluster():
         pytest.skip(str(exc))
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def oidc():
+    """A real local OpenID provider (oidc-provider-mock, a dev dependency) on localhost, with
+    alice@example.com in group "research" and bob@example.com in "sales": its base URL is the
+    issuer. Used by the app's sign-in test and the API's bearer-token test."""
+    import json
+    import urllib.request
+
+    from rag_core.generation.local_server import free_port
+
+    mock = pytest.importorskip("oidc_provider_mock")
+    with mock.run_server_in_thread(port=free_port()) as server:
+        base = f"http://localhost:{server.server_port}"
+        for sub, groups in (("alice@example.com", ["research"]), ("bob@example.com", ["sales"])):
+            req = urllib.request.Request(f"{base}/users/{sub}", method="PUT",
+                                         data=json.dumps({"email": sub, "groups": groups}).encode(),
+                                         headers={"Content-Type": "application/json"})
+            assert urllib.request.urlopen(req).status == 204
+        yield base

@@ -9,9 +9,7 @@ import json
 import urllib.parse
 
 import httpx
-import pytest
 
-from rag_core.generation.local_server import free_port
 from tests.api.conftest import api_server, build_data, make_keys
 
 
@@ -27,17 +25,6 @@ def test_past_the_rate_limit_a_key_gets_429_with_retry_after_and_others_are_not_
         bob = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {keys['bob']}"})
         assert bob.get("/v1/knowledge-bases").status_code == 200
         assert httpx.get(f"{base}/v1/health").status_code == 200  # never limited
-
-
-@pytest.fixture(scope="module")
-def oidc():
-    mock = pytest.importorskip("oidc_provider_mock")
-    with mock.run_server_in_thread(port=free_port()) as server:
-        base = f"http://127.0.0.1:{server.server_port}"
-        for sub, groups in (("alice@example.com", ["research"]), ("bob@example.com", ["sales"])):
-            r = httpx.put(f"{base}/users/{sub}", json={"email": sub, "groups": groups})
-            assert r.status_code == 204
-        yield base
 
 
 def id_token(issuer: str, sub: str, client_id: str = "groundwork") -> str:

@@ -1,11 +1,10 @@
 """Real OIDC sign-in in Chromium: Streamlit's st.login against a local OpenID provider
-(oidc-provider-mock on 127.0.0.1) with two users in different groups. User B must find no
+(oidc-provider-mock on localhost, tests/conftest.py) with two users in different groups. User B must find no
 trace of user A's private knowledge base: not in the selector, not searched, not cited, its
 original not downloadable; signed out, only the sign-in page."""
 
 from __future__ import annotations
 
-import json
 import urllib.request
 from pathlib import Path
 
@@ -16,19 +15,6 @@ from rag_core.access import Caller
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium is not installed")
 SECRET = "The launch code of project Papaya is 4471."
-
-
-@pytest.fixture(scope="module")
-def oidc():
-    mock = pytest.importorskip("oidc_provider_mock")
-    with mock.run_server_in_thread(port=free_port()) as server:
-        base = f"http://localhost:{server.server_port}"
-        for sub, groups in (("alice@example.com", ["research"]), ("bob@example.com", ["sales"])):
-            req = urllib.request.Request(f"{base}/users/{sub}", method="PUT",
-                                         data=json.dumps({"email": sub, "groups": groups}).encode(),
-                                         headers={"Content-Type": "application/json"})
-            assert urllib.request.urlopen(req).status == 204
-        yield base
 
 
 @pytest.fixture(scope="module")
