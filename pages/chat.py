@@ -6,6 +6,7 @@ page images and neighbouring passages are fetched only when a person opens a sou
 
 from __future__ import annotations
 
+import datetime
 import html
 import time
 
@@ -105,14 +106,23 @@ new_chat.button("New chat", icon=":material/add_comment:", on_click=start_new_ch
 docs = {d.doc_id: (d.source, kb) for kb in kbs for d in ws.list_documents(kb, caller=me)}
 if "scope_docs" in st.session_state:  # documents of a knowledge base no longer selected drop out
     st.session_state.scope_docs = [d for d in st.session_state.scope_docs if d in docs]
-scope_col, _ = st.columns([3, 2])
+scope_col, after_col, before_col = st.columns([3, 1, 1])
 scope = scope_col.multiselect(
     "Ask only in these documents", list(docs), key="scope_docs", placeholder="All documents",
     format_func=lambda d: f"{docs[d][0]} · {docs[d][1]}" if len(kbs) > 1 else docs[d][0],
     help="Leave empty to search every document of the selected knowledge bases.",
 )
+# Document dates (from the file's metadata, else the upload day; editable on the Upload page).
+_FAR = {"min_value": datetime.date(1900, 1, 1), "max_value": datetime.date(2100, 12, 31)}
+after = after_col.date_input("Only documents after", value=None, key="scope_after", format="YYYY-MM-DD", **_FAR,
+                             help="Keep documents dated on or after this day (empty: no limit).")
+before = before_col.date_input("Only documents before", value=None, key="scope_before", format="YYYY-MM-DD", **_FAR,
+                               help="Keep documents dated on or before this day (empty: no limit).")
+after = after.isoformat() if after else None
+before = before.isoformat() if before else None
 st.caption("Answering from: " + ", ".join(f"**{escape_md(n)}**" for n in kbs)
-           + (f" · only {len(scope)} chosen document(s)" if scope else ""))
+           + (f" · only {len(scope)} chosen document(s)" if scope else "")
+           + (f" · dated {after or '…'} to {before or '…'}" if after or before else ""))
 if (share := ws.indexing_progress(kbs, caller=me)) is not None:
     st.caption(f":material/hourglass_top: indexing {share:.0%} — new documents are searchable by their words "
                "already; answers may improve as their vectors are computed.")
@@ -137,7 +147,8 @@ def show_source(c: Citation, as_citation: bool = True) -> None:
     with friendly_errors("Opening the source"):
         doc = ws.accessible_document(c.kb_id, c.doc_id, caller=me)
         st.markdown(f"**{marker_text([c.n]) + ' ' if as_citation else ''}{escape_md(c.source)}**"
-                    + (f" · {escape_md(c.section)}" if c.section else ""))
+                    + (f" · {escape_md(c.section)}" if c.section else "")
+                    + (f" · dated {doc.date}" if doc.date else ""))
         view = ws.cited_page(c, st.session_state.get(page_key), caller=me)
         if view is not None:
             st.session_state[page_key] = view.page
@@ -236,7 +247,8 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
                              icon=":material/find_in_page:"):
                 for c in answer.closest:
                     st.markdown(f"> {escape_md(' '.join(c.snippet.split())[:400])}")
-                    if st.button(f"{escape_md(c.source)} · p. {c.page}" + (" · OCR" if c.ocr else ""),
+                    if st.button(f"{escape_md(c.source)} · p. {c.page}" + (f" · {c.date}" if c.date else "")
+                                 + (" · OCR" if c.ocr else ""),
                                  key=f"closest_{idx}_{c.n}", type="tertiary", icon=":material/description:"):
                         show_source(c, as_citation=False)
     else:
@@ -251,7 +263,8 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
         # text (`![](http://…)` in a document must not load an image), so both are escaped.
         with st.container(horizontal=True, gap="small"):
             for c in answer.citations:
-                if st.button(f"{marker_text([c.n])} {escape_md(c.source)} · p. {c.page}" + (" · OCR" if c.ocr else ""),
+                if st.button(f"{marker_text([c.n])} {escape_md(c.source)} · p. {c.page}"
+                             + (f" · {c.date}" if c.date else "") + (" · OCR" if c.ocr else ""),
                              key=f"src_{idx}_{c.n}",
                              type="tertiary", icon=":material/description:",
                              help=escape_md(" ".join(c.snippet.split())[:300])):
@@ -314,7 +327,8 @@ if question:
     with st.chat_message("assistant"):
         history = [(m["role"], m["content"] if m["role"] == "user" else m["answer"].text) for m in messages[:-1]]
         with friendly_errors("Answering"):
-            req = ws.answer_request(kbs, question, history=history, doc_ids=scope or None, caller=me)
+            req = ws.answer_request(kbs, question, history=history, doc_ids=scope or None, caller=me,
+                                    after=after, before=before)
             answer = stream_answer(req)
             kb_ids = [ws.get_kb(n, caller=me).kb_id for n in kbs]
             qid = feedback_log.log_answer(answer, kb_ids, thread_id=tid)

@@ -122,6 +122,11 @@ with st.form(f"edit_{kb.kb_id}"):
         "it dropped.")
     budget = c1.number_input("Context budget (tokens)", 200, 32000, int(r.context_tokens), 100,
                              help="Most passage text sent to the model per answer.")
+    recency = c2.number_input(
+        "Prefer newer documents: half-life (days)", 0, 36500, int(r.recency_half_life_days), 30,
+        help="0 = off (the default: a manual does not age). Otherwise a passage's relevance is blended with its "
+        "document's age: a document this many days older counts up to a quarter less, and never more than half "
+        "less, so the newer of two similar passages (two editions of a policy) comes first.")
     st.subheader("Access")
     if me.is_operator:
         st.caption(":material/info: No sign-in is configured, so in this app you are the operator and see every "
@@ -142,7 +147,8 @@ with st.form(f"edit_{kb.kb_id}"):
                 kb.kb_id, caller=me, name=new_name, description=description, instructions=instructions,
                 grounded_only=grounded,
                 retrieval=RetrievalSettings(top_k=top_k, alpha=alpha, fusion=fusion, rerank=rerank, mmr_lambda=mmr,
-                                            score_threshold=threshold, context_tokens=int(budget)),
+                                            score_threshold=threshold, context_tokens=int(budget),
+                                            recency_half_life_days=float(recency)),
                 owners=[u.strip() for u in owners.split(",") if u.strip()],
                 acl_users=[u.strip() for u in users.split(",") if u.strip()],
                 acl_groups=[g.strip() for g in groups.split(",") if g.strip()],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+
 import pandas as pd
 import streamlit as st
 
@@ -108,12 +110,30 @@ st.subheader(f"Documents in {kb.name}")
 docs = ws.list_documents(kb.kb_id, caller=me)
 if not docs:
     st.caption("No documents yet.")
+_DATE_FROM = {"metadata": "from the file", "upload": "upload day", "set": "set by hand"}
+
+
+def save_date(doc_id: str, source: str) -> None:
+    picked = st.session_state.get(f"date_{doc_id}")
+    if picked is None:
+        return
+    with friendly_errors("Changing the date"):
+        ws.set_document_date(kb.kb_id, doc_id, picked.isoformat(), caller=me)
+        st.toast(f"{source} is now dated {picked.isoformat()}.")
+
+
 for d in docs:
-    c1, c2, c3 = st.columns([6, 2, 1])
+    c1, c2, c3, c4 = st.columns([5, 2, 2, 1])
     c1.markdown(f"**{escape_md(d.source)}**  \n{escape_md(d.title)}" if d.title and d.title != d.source else f"**{escape_md(d.source)}**")
     c2.caption(f"{d.pages} page(s) · {d.chunks} chunk(s)"
                + (" · searchable, vectors being computed" if d.status == "searchable" else ""))
-    if may_write and c3.button("Delete", key=f"del_{d.doc_id}"):
+    # The document's date drives "only documents after/before" and the recency preference:
+    # owners correct it here when the file's metadata is wrong or missing.
+    c3.date_input(f"Dated ({_DATE_FROM.get(d.date_source, d.date_source)})", datetime.date.fromisoformat(d.date),
+                  min_value=datetime.date(1900, 1, 1), max_value=datetime.date(2100, 12, 31), format="YYYY-MM-DD",
+                  key=f"date_{d.doc_id}", disabled=not may_write, on_change=save_date, args=(d.doc_id, d.source),
+                  help="The document's own date: from its metadata when the file states one, else the upload day.")
+    if may_write and c4.button("Delete", key=f"del_{d.doc_id}"):
         with friendly_errors("Deleting"):
             ws.delete_document(kb.kb_id, d.doc_id, caller=me)
             st.toast(f"Deleted {d.source}.")

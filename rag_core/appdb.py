@@ -17,7 +17,7 @@ import numpy as np
 from .db import Database
 from .errors import InputError, NotFound
 from .leases import Leases
-from .models import Document, KnowledgeBase, RetrievalSettings
+from .models import Document, KnowledgeBase, RetrievalSettings, upload_day
 
 _KBS_TABLE = """CREATE TABLE IF NOT EXISTS {name} (
     kb_id TEXT PRIMARY KEY,
@@ -122,6 +122,9 @@ def _doc_from_row(r) -> Document:
         acl_users=json.loads(r["acl_users"]),
         acl_groups=json.loads(r["acl_groups"]),
         stored_path=r["stored_path"],
+        # folders from before document dates: the upload day, as the dates issue specifies
+        date=r["doc_date"] or upload_day(r["created_at"]),
+        date_source=r["date_source"] or "upload",
     )
 
 
@@ -130,7 +133,8 @@ class AppDB:
         self.db = db
         _migrate_kbs(db)
         db.executescript(SCHEMA)
-        db.add_columns("documents", {"lease_owner": "TEXT", "lease_until": "REAL"})
+        db.add_columns("documents", {"lease_owner": "TEXT", "lease_until": "REAL", "doc_date": "TEXT",
+                                     "date_source": "TEXT"})
         self.leases = Leases.of(db, lease_seconds)
 
     # ---- knowledge bases -------------------------------------------------------------
@@ -270,13 +274,19 @@ class AppDB:
             c.execute("DELETE FROM documents WHERE kb_id=? AND doc_id=?", (doc.kb_id, doc.doc_id))
             c.execute(
                 "INSERT INTO documents (doc_id, kb_id, source, title, mime, sha256, pages, chunks, status, reason, "
-                "created_at, tenant, acl_users, acl_groups, stored_path, lease_owner, lease_until) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "created_at, tenant, acl_users, acl_groups, stored_path, lease_owner, lease_until, doc_date, "
+                "date_source) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (doc.doc_id, doc.kb_id, doc.source, doc.title, doc.mime, doc.sha256, doc.pages, doc.chunks,
                  "indexing", "", doc.created_at, doc.tenant, json.dumps(doc.acl_users), json.dumps(doc.acl_groups),
-                 doc.stored_path, self.leases.owner, self.leases.until()),
+                 doc.stored_path, self.leases.owner, self.leases.until(), doc.date or upload_day(doc.created_at),
+                 doc.date_source),
             )
         self.leases.started()
+
+    def set_document_date(self, kb_id: str, doc_id: str, date: str, source: str = "set") -> None:
+        with self.db.transaction() as c:
+            c.execute("UPDATE documents SET doc_date=?, date_source=? WHERE kb_id=? AND doc_id=?",
+                      (date, source, kb_id, doc_id))
 
     def finish_document(self, kb_id: str, doc_id: str, chunks: int) -> None:
         with self.db.transaction() as c:

@@ -98,7 +98,15 @@ def cmd_kb_update(args) -> int:
         changes["grounded_only"] = args.grounded_only
     if args.rename:
         changes["name"] = args.rename
-    new = ws.update_kb(args.name, caller=_caller(args, ws), **changes)
+    caller = _caller(args, ws)
+    if args.recency_half_life is not None:
+        from dataclasses import replace
+
+        if args.recency_half_life < 0:
+            raise GroundworkError("--recency-half-life is a number of days ≥ 0 (0 = off)")
+        changes["retrieval"] = replace(ws.get_kb(args.name, caller=caller).retrieval,
+                                       recency_half_life_days=args.recency_half_life)
+    new = ws.update_kb(args.name, caller=caller, **changes)
     _emit(args, _kb_row(new), f"updated knowledge base '{new.name}'")
     return 0
 
@@ -150,7 +158,8 @@ def cmd_ingest(args) -> int:
                         file=sys.stderr)
         vbar.update(done - vbar.n)
 
-    stats = ws.ingest(kb.kb_id, paths, caller=caller, progress=progress, vector_progress=vector_progress)
+    stats = ws.ingest(kb.kb_id, paths, caller=caller, progress=progress, vector_progress=vector_progress,
+                      date=args.date)
     (vbar or bar).close()
     reports = [r.to_dict() for r in stats.reports]
     summary = {
@@ -180,6 +189,13 @@ def cmd_ingest(args) -> int:
     if summary["ingested"] + summary["duplicate"] == 0:
         print("error: no file could be ingested", file=sys.stderr)
         return EXIT_BAD_INPUT
+    return 0
+
+
+def cmd_date(args) -> int:
+    ws = _workspace(args)
+    doc = ws.set_document_date(args.kb, args.doc_id, args.date, caller=_caller(args, ws))
+    _emit(args, {"doc_id": doc.doc_id, "date": doc.date}, f"{doc.source} is now dated {doc.date}")
     return 0
 
 
@@ -238,7 +254,7 @@ def cmd_search(args) -> int:
             text = rec.get("question") or rec.get("text") or ""
             t = time.perf_counter()
             res = ws.search(kb_names, text, k=args.top_k, mode=args.mode, rerank=False if args.no_rerank else None,
-                            caller=caller)
+                            caller=caller, after=args.after, before=args.before)
             latencies.append((time.perf_counter() - t) * 1000)
             row = {
                 "id": qid,
@@ -255,7 +271,7 @@ def cmd_search(args) -> int:
                 for i, r in enumerate(res.results, 1):
                     c = r.chunk
                     snippet = " ".join(c.text.split())[:160]
-                    print(f"{i:2d}. {r.score:.4f}  {c.source} p.{c.page_start}  [{c.doc_id}]  {snippet}")
+                    print(f"{i:2d}. {r.score:.4f}  {c.source} p.{c.page_start} {c.date}  [{c.doc_id}]  {snippet}")
     finally:
         if out_fh:
             out_fh.close()
@@ -314,7 +330,8 @@ def cmd_ask(args) -> int:
             for rec in rows:
                 qid = rec.get("id", rec.get("_id"))
                 try:
-                    a = ws.ask(kb_names, rec.get("question") or rec.get("text") or "", caller=caller)
+                    a = ws.ask(kb_names, rec.get("question") or rec.get("text") or "", caller=caller,
+                               after=args.after, before=args.before)
                     fh.write(json.dumps(_answer_row(qid, a), ensure_ascii=False) + "\n")
                 except GroundworkError as exc:  # one bad question does not stop the batch
                     fh.write(json.dumps({"id": qid, "error": str(exc)}) + "\n")
@@ -322,7 +339,7 @@ def cmd_ask(args) -> int:
         return 0
     if not args.question:
         raise GroundworkError('give a question: ask --kb NAME "QUESTION"')
-    a = ws.ask(kb_names, args.question, caller=caller)
+    a = ws.ask(kb_names, args.question, caller=caller, after=args.after, before=args.before)
     if args.json:
         print(json.dumps(_answer_row(None, a), ensure_ascii=False))
         return 0
@@ -340,7 +357,8 @@ def cmd_ask(args) -> int:
         return 0
     print()
     for c in a.citations:
-        print(f"[{c.n}] {c.source}, page {c.page}: {' '.join(c.snippet.split())[:200]}")
+        print(f"[{c.n}] {c.source}, page {c.page}" + (f" ({c.date})" if c.date else "")
+              + f": {' '.join(c.snippet.split())[:200]}")
     marks = {"supported": "✓", "partial": "~", "unsupported": "✗"}
     print(f"\nsupported {a.grounding_score:.2f} · answers the question {a.answers_question:.2f} · "
           f"confidence {a.confidence:.2f} · {a.mode} · "
@@ -538,6 +556,8 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("--allow-users", default=None, help="replaces the readers list; '' = none")
     u.add_argument("--allow-groups", default=None, help="replaces the reader groups; '' = none")
     u.add_argument("--owners", default=None, help="replaces the owners list (co-owners)")
+    u.add_argument("--recency-half-life", type=float, default=None, metavar="DAYS",
+                   help="prefer newer documents: relevance blended with 0.5^(age/DAYS); 0 = off (the default)")
     u.set_defaults(func=cmd_kb_update)
     ls = kb_sub.add_parser("list", help="list the knowledge bases you may see", parents=[common])
     ls.set_defaults(func=cmd_kb_list)
@@ -549,7 +569,15 @@ def build_parser() -> argparse.ArgumentParser:
     ing = sub.add_parser("ingest", help="add files and folders to a knowledge base", parents=[common])
     ing.add_argument("--kb", required=True)
     ing.add_argument("paths", nargs="+")
+    ing.add_argument("--date", default=None, metavar="YYYY-MM-DD",
+                     help="the documents' date (else what each file states, else the upload day)")
     ing.set_defaults(func=cmd_ingest)
+
+    dt = sub.add_parser("date", help="change a document's date: owners and admins", parents=[common])
+    dt.add_argument("--kb", required=True)
+    dt.add_argument("doc_id")
+    dt.add_argument("date", metavar="YYYY-MM-DD")
+    dt.set_defaults(func=cmd_date)
 
     de = sub.add_parser("delete", help="delete a document", parents=[common])
     de.add_argument("--kb", required=True)
@@ -564,12 +592,16 @@ def build_parser() -> argparse.ArgumentParser:
     se.add_argument("--out", help="write results JSONL here")
     se.add_argument("--mode", choices=["hybrid", "keyword", "vector"], default="hybrid")
     se.add_argument("--no-rerank", action="store_true", help="skip reranking")
+    se.add_argument("--after", default=None, metavar="YYYY-MM-DD", help="only documents dated on or after this day")
+    se.add_argument("--before", default=None, metavar="YYYY-MM-DD", help="only documents dated on or before this day")
     se.set_defaults(func=cmd_search)
     ask = sub.add_parser("ask", help="answer a question with citations", parents=[common])
     ask.add_argument("--kb", required=True, help="knowledge base name (comma-separate several)")
     ask.add_argument("question", nargs="?")
     ask.add_argument("--questions", help="JSONL of {id, question}")
     ask.add_argument("--out", help="write answers JSONL here")
+    ask.add_argument("--after", default=None, metavar="YYYY-MM-DD", help="only documents dated on or after this day")
+    ask.add_argument("--before", default=None, metavar="YYYY-MM-DD", help="only documents dated on or before this day")
     ask.set_defaults(func=cmd_ask)
 
     ve = sub.add_parser("verify", help="check given answers against given sources", parents=[common])

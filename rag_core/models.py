@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
+from datetime import date as _date, datetime, timezone
 from typing import Any, Literal
 
 ChunkType = Literal["paragraph", "table", "code", "list", "heading", "ocr"]  # ocr: text read from a page image
@@ -26,6 +27,9 @@ class RetrievalSettings:
     mmr_lambda: float = 0.7
     score_threshold: float = 0.0
     context_tokens: int = 3000
+    # Recency preference (rag_core/retrieval/recency.py): 0 = off; otherwise a passage's
+    # relevance is blended with 0.5 ** (age in days / half-life).
+    recency_half_life_days: float = 0.0
 
 
 @dataclass
@@ -86,6 +90,12 @@ class Chunk:
     tenant: str | None = None
     acl_users: list[str] = field(default_factory=list)
     acl_groups: list[str] = field(default_factory=list)
+    # The document's date as a day number (models.iso_to_day; 0: unknown); the store filters on it.
+    doc_day: int = 0
+
+    @property
+    def date(self) -> str:
+        return day_to_iso(self.doc_day)
 
     @property
     def heading(self) -> str:
@@ -119,6 +129,14 @@ class Document:
     acl_users: list[str] = field(default_factory=list)
     acl_groups: list[str] = field(default_factory=list)
     stored_path: str | None = None  # the original file, kept for download
+    # The document's own date, YYYY-MM-DD: what the file states (its metadata), else the
+    # upload day, or what an owner set. `date_source` says which: "metadata" | "upload" | "set".
+    date: str = ""
+    date_source: str = "upload"
+
+    @property
+    def doc_day(self) -> int:
+        return iso_to_day(self.date) if self.date else iso_to_day(upload_day(self.created_at))
 
 
 @dataclass
@@ -134,6 +152,16 @@ class SearchFilters:
     user: str | None = None
     groups: list[str] = field(default_factory=list)
     doc_ids: list[str] | None = None
+    # Document-date range, inclusive, YYYY-MM-DD (None: open); a document without a date
+    # (days 0) is outside every range.
+    after: str | None = None
+    before: str | None = None
+
+    def day_range(self) -> tuple[int, int] | None:
+        """(first, last) day numbers, or None when no date filter is set."""
+        if self.after is None and self.before is None:
+            return None
+        return (iso_to_day(self.after) if self.after else 1, iso_to_day(self.before) if self.before else 2**31 - 1)
 
 
 @dataclass
@@ -173,6 +201,7 @@ class Citation:
     title: str = ""
     section: str = ""
     ocr: bool = False  # the passage was read by OCR from a page image (may hold misreadings)
+    date: str = ""  # the document's date, YYYY-MM-DD
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -240,3 +269,21 @@ class Answer:
         d["closest"] = [Citation(**c) for c in d.get("closest", [])]
         d["claims"] = [Claim(**c) for c in d.get("claims", [])]
         return cls(**d)
+
+
+# Day numbers count from 1899-12-31, so every plausible date (loaders keep 1900 on) is ≥ 1
+# and 0 can mean unknown.
+_EPOCH = _date(1899, 12, 31)
+
+
+def iso_to_day(value: str) -> int:
+    """'YYYY-MM-DD' → its day number (ValueError on anything else)."""
+    return (_date.fromisoformat(value.strip()[:10]) - _EPOCH).days
+
+
+def day_to_iso(day: int) -> str:
+    return (_EPOCH.fromordinal(_EPOCH.toordinal() + day)).isoformat() if day else ""
+
+
+def upload_day(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=timezone.utc).date().isoformat()

@@ -97,6 +97,7 @@ def plain_answer(answer: Answer) -> str:
     if answer.citations:
         lines.append("")
         lines += [f"[{c.n}] {c.source}, page {c.page}" + (f" ({c.section})" if c.section else "")
+                  + (f", {c.date}" if c.date else "")
                   for c in answer.citations]
     return "\n".join(lines)
 

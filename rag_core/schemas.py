@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .models import Answer, Citation
 
-CITATION_FIELDS = ("n", "doc_id", "source", "page", "chunk_id", "snippet", "score")
+CITATION_FIELDS = ("n", "doc_id", "source", "page", "chunk_id", "snippet", "score", "date")
 
 
 class CitationOut(BaseModel):
@@ -21,6 +21,7 @@ class CitationOut(BaseModel):
     chunk_id: str
     snippet: str
     score: float
+    date: str = ""  # the document's date, YYYY-MM-DD
 
     @classmethod
     def of(cls, c: Citation) -> CitationOut:

@@ -32,6 +32,17 @@ class Workspace:
         self.appdb = AppDB(self.db, lease_seconds=self.settings.lease_seconds)
         self.store = make_store(self.settings, self.db)
         self.feedback = FeedbackLog(self.db)
+        self._backfill_dates()
+
+    def _backfill_dates(self) -> None:
+        """Data folders from before document dates: each document's chunks get its date (the
+        upload day) once, so date filters find them."""
+        if self.appdb.get_meta("doc_dates") == "1":
+            return
+        for kb in self.appdb.list_kbs():
+            for doc in self.appdb.list_documents(kb.kb_id):
+                self.store.set_document_date(kb.kb_id, doc.doc_id, doc.doc_day)
+        self.appdb.set_meta("doc_dates", "1")
 
     @cached_property
     def embedder(self):
@@ -273,6 +284,20 @@ class Workspace:
         kb = self.writable_kb(kb_name, caller=caller)
         return delete_document(self.appdb, self.store, kb.kb_id, doc_id)
 
+    def set_document_date(self, kb_name: str, doc_id: str, date: str, *, caller: Caller) -> Document:
+        """Change a document's date (owners and admins): the registry and every chunk of it,
+        so date filters and recency see the new date at once."""
+        from .ingest.pipeline import check_date
+
+        kb = self.writable_kb(kb_name, caller=caller)
+        doc = self.appdb.get_document(kb.kb_id, doc_id)
+        if doc is None or doc.status not in ("indexed", "searchable"):
+            raise NotFound("no such document in this knowledge base")
+        doc.date, doc.date_source = check_date(date), "set"
+        self.appdb.set_document_date(kb.kb_id, doc_id, doc.date, "set")
+        self.store.set_document_date(kb.kb_id, doc_id, doc.doc_day)
+        return doc
+
     def accessible_document(self, kb_id: str, doc_id: str, *, caller: Caller) -> Document:
         """The indexed document, if this caller may see it; NotFound otherwise (the same
         answer for "does not exist" and "not yours", so access cannot be probed)."""
@@ -392,15 +417,19 @@ class Workspace:
         fusion: str | None = None,
         *,
         caller: Caller,
+        after: str | None = None,
+        before: str | None = None,
     ) -> Retrieved:
-        """Retrieval with the selected knowledge bases' merged settings (retrieval/settings.py; overridable here)."""
+        """Retrieval with the selected knowledge bases' merged settings (retrieval/settings.py;
+        overridable here); `after`/`before` (YYYY-MM-DD, inclusive) keep documents dated in range."""
         kbs = self.resolve_kbs(kb_names, caller=caller)
         rs = merged_settings(kbs)
         if alpha is not None:
             rs.alpha = alpha
         if fusion is not None:
             rs.fusion = fusion
-        return self.retrieval.run(query, access.search_filters(caller, kbs), rs, mode=mode, rerank=rerank, k=k)
+        filters = date_range(access.search_filters(caller, kbs), after, before)
+        return self.retrieval.run(query, filters, rs, mode=mode, rerank=rerank, k=k)
 
     # ---- answers ---------------------------------------------------------------------
     @cached_property
@@ -427,21 +456,22 @@ class Workspace:
         return best_page(path, first, last, text)
 
     def answer_request(self, kb_names: list[str], question: str, history=None, doc_ids: list[str] | None = None,
-                       *, caller: Caller):
+                       *, caller: Caller, after: str | None = None, before: str | None = None):
         """What the answer chain runs for this caller: only knowledge bases it may see reach the
         chain (their instructions go into the prompt), and their filters. `doc_ids` scopes the
-        question to chosen documents of these knowledge bases (the store applies it inside the
-        query, like the access filter)."""
+        question to chosen documents of these knowledge bases, `after`/`before` to documents
+        dated in that range (the store applies both inside the query, like the access filter)."""
         from .generation.chain import AnswerRequest
 
         kbs = self.resolve_kbs(kb_names, caller=caller)
-        return AnswerRequest(question=question, kbs=kbs, filters=access.search_filters(caller, kbs, doc_ids),
-                             history=list(history or []))
+        filters = date_range(access.search_filters(caller, kbs, doc_ids), after, before)
+        return AnswerRequest(question=question, kbs=kbs, filters=filters, history=list(history or []))
 
     def ask(self, kb_names: list[str], question: str, history=None, doc_ids: list[str] | None = None,
-            *, caller: Caller):
+            *, caller: Caller, after: str | None = None, before: str | None = None):
         """One verified Answer (DESIGN.md §3)."""
-        return self.answers.answer(self.answer_request(kb_names, question, history, doc_ids, caller=caller))
+        return self.answers.answer(self.answer_request(kb_names, question, history, doc_ids, caller=caller,
+                                                       after=after, before=before))
 
     # ---- scale-out ---------------------------------------------------------------------
     def migrate_to(self, target, progress=None, target_key: str | None = None, restart: bool = False, *,
@@ -489,6 +519,17 @@ class Workspace:
         self.db.close()
 
 
+def date_range(filters: SearchFilters, after: str | None, before: str | None) -> SearchFilters:
+    """The filters with a document-date range (checked: YYYY-MM-DD, after ≤ before)."""
+    from .ingest.pipeline import check_date
+
+    filters.after = check_date(after) if after else None
+    filters.before = check_date(before) if before else None
+    if filters.after and filters.before and filters.after > filters.before:
+        raise InputError(f"the date range is empty: {filters.after} is after {filters.before}")
+    return filters
+
+
 _GENERIC = set(analyze("file document doc pdf docx report paper page the whole full entire complete"))
 
 
@@ -496,5 +537,8 @@ def _visible(doc: Document, f: SearchFilters) -> bool:
     """A document is visible when its knowledge base passed the policy (f.kb_ids) and, for a
     question scoped to chosen documents, it is one of them."""
     if f.kb_ids is not None and doc.kb_id not in f.kb_ids:
+        return False
+    days = f.day_range()
+    if days is not None and not days[0] <= doc.doc_day <= days[1]:
         return False
     return f.doc_ids is None or doc.doc_id in f.doc_ids

@@ -21,8 +21,8 @@ class QueryRequest(Strict):
     documents: list[str] | None = Field(default=None, max_length=1000, description="scope: these document ids only")
     thread_id: str | None = Field(default=None, description="a conversation (POST /v1/threads) to continue and save to")
     stream: bool = False
-    after: str | None = Field(default=None, description="YYYY-MM-DD (document dates: not available yet)")
-    before: str | None = None
+    after: str | None = Field(default=None, description="YYYY-MM-DD: only documents dated on or after this day")
+    before: str | None = Field(default=None, description="YYYY-MM-DD: only documents dated on or before this day")
 
 
 class SearchRequest(Strict):
@@ -31,6 +31,8 @@ class SearchRequest(Strict):
     top_k: int = Field(default=10, ge=1, le=100)
     mode: Literal["hybrid", "keyword", "vector"] = "hybrid"
     rerank: bool = True
+    after: str | None = Field(default=None, description="YYYY-MM-DD: only documents dated on or after this day")
+    before: str | None = Field(default=None, description="YYYY-MM-DD: only documents dated on or before this day")
 
 
 class RetrievalIn(Strict):
@@ -41,6 +43,7 @@ class RetrievalIn(Strict):
     mmr_lambda: float | None = Field(default=None, ge=0.0, le=1.0)
     score_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     context_tokens: int | None = Field(default=None, ge=200, le=100_000)
+    recency_half_life_days: float | None = Field(default=None, ge=0.0, le=100_000)
 
 
 class KnowledgeBaseCreate(Strict):
@@ -70,6 +73,10 @@ class FeedbackRequest(Strict):
     rating: Literal[1, -1]
     reason: str | None = None
     comment: str = Field(default="", max_length=2000)
+
+
+class DocumentUpdate(Strict):
+    date: str = Field(description="YYYY-MM-DD: the document's date")
 
 
 class ThreadCreate(Strict):

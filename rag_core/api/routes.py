@@ -18,8 +18,8 @@ from ..schemas import AnswerOut, kb_listing
 from . import answering
 from .errors import error_payload
 from .auth import Principal
-from .models import (FeedbackRequest, KnowledgeBaseCreate, KnowledgeBaseUpdate, QueryRequest, SearchRequest,
-                     ThreadCreate, ThreadRename)
+from .models import (DocumentUpdate, FeedbackRequest, KnowledgeBaseCreate, KnowledgeBaseUpdate, QueryRequest,
+                     SearchRequest, ThreadCreate, ThreadRename)
 
 
 class ApiError(Exception):
@@ -100,7 +100,7 @@ def delete_kb(kb: str, request: Request, p: Principal = WRITE):
 
 # ---- documents and jobs ---------------------------------------------------------------------
 _DOC_FIELDS = ("doc_id", "kb_id", "source", "title", "mime", "sha256", "pages", "chunks", "status", "reason",
-               "created_at")
+               "created_at", "date", "date_source")
 
 
 @router.get("/knowledge-bases/{kb}/documents", tags=["documents"])
@@ -148,6 +148,13 @@ def delete_document(kb: str, doc_id: str, request: Request, p: Principal = WRITE
     return Response(status_code=204)
 
 
+@router.patch("/knowledge-bases/{kb}/documents/{doc_id}", tags=["documents"])
+def update_document(kb: str, doc_id: str, body: DocumentUpdate, request: Request, p: Principal = WRITE):
+    """Change a document's date (owners and admins); filters and recency use it at once."""
+    doc = ws_of(request).set_document_date(kb, doc_id, body.date, caller=p.caller)
+    return {k: getattr(doc, k) for k in _DOC_FIELDS}
+
+
 @router.get("/knowledge-bases/{kb}/documents/{doc_id}/original", tags=["documents"])
 def download_original(kb: str, doc_id: str, request: Request, p: Principal = READ):
     ws = ws_of(request)
@@ -191,12 +198,11 @@ async def query(body: QueryRequest, request: Request, p: Principal = READ):
     same body as the JSON reply) or `error`."""
     import anyio
 
-    if body.after or body.before:
-        raise ApiError(400, "not_supported", "document dates (after/before) are not available on this server yet")
     ws = ws_of(request)
     metrics = request.app.state.metrics
     q = await anyio.to_thread.run_sync(lambda: answering.prepare(
-        ws, p.caller, body.question, body.knowledge_bases, body.documents, body.thread_id))
+        ws, p.caller, body.question, body.knowledge_bases, body.documents, body.thread_id,
+        after=body.after, before=body.before))
     if not body.stream:
         answer, qid = await anyio.to_thread.run_sync(answering.answer, ws, q, metrics)
         return AnswerOut.of(answer, qid, query_id=qid, thread_id=q.thread_id).model_dump()
@@ -220,11 +226,12 @@ async def query(body: QueryRequest, request: Request, p: Principal = READ):
 def search(body: SearchRequest, request: Request, p: Principal = READ):
     ws = ws_of(request)
     answering.check_length(ws, body.query, "query")
-    r = ws.search(body.knowledge_bases, body.query, k=body.top_k, mode=body.mode, rerank=body.rerank, caller=p.caller)
+    r = ws.search(body.knowledge_bases, body.query, k=body.top_k, mode=body.mode, rerank=body.rerank, caller=p.caller,
+                  after=body.after, before=body.before)
     return {"query": body.query, "timings_ms": r.timings_ms, "results": [
         {"doc_id": x.chunk.doc_id, "chunk_id": x.chunk.chunk_id, "kb_id": x.chunk.kb_id, "score": x.score,
          "source": x.chunk.source, "title": x.chunk.title, "section": x.chunk.section,
-         "page_start": x.chunk.page_start, "page_end": x.chunk.page_end, "text": x.chunk.text}
+         "page_start": x.chunk.page_start, "page_end": x.chunk.page_end, "date": x.chunk.date, "text": x.chunk.text}
         for x in r.results]}
 
 

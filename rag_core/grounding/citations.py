@@ -86,4 +86,4 @@ def citation_for(n: int, r: ScoredChunk, snippet: str | None = None) -> Citation
     c = r.chunk
     return Citation(n=n, doc_id=c.doc_id, source=c.source, page=c.page_start, chunk_id=c.chunk_id,
                     snippet=snippet or c.text, score=round(float(r.score), 6), kb_id=c.kb_id,
-                    title=c.title, section=c.section, ocr=c.chunk_type == "ocr")
+                    title=c.title, section=c.section, ocr=c.chunk_type == "ocr", date=c.date)

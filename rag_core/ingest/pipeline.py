@@ -25,8 +25,8 @@ import numpy as np
 from ..appdb import AppDB
 from ..config import Settings
 from ..embeddings import text_key
-from ..errors import GroundworkError, LoadError
-from ..models import Chunk, Document, FileReport, KnowledgeBase, LoadedDocument
+from ..errors import GroundworkError, InputError, LoadError
+from ..models import Chunk, Document, FileReport, KnowledgeBase, LoadedDocument, iso_to_day, upload_day
 from .chunker import chunk_document
 from .isolation import IsolatedLoader
 from .loaders import SUPPORTED_EXTENSIONS, load_file
@@ -136,10 +136,14 @@ class Ingestor:
         on_report: Callable[[FileReport], None] | None = None,
         embed: bool = True,
         passwords: dict[Path, str] | None = None,
+        date: str | None = None,
     ) -> IngestStats:
         """Phase 1 for every file, then (with `embed`) phase 2 for what they added. `cancel`
         is polled between files and between embedding groups (raises `Cancelled`; the file
-        being written is rolled back). `on_report` gets each file's report as it is made."""
+        being written is rolled back). `on_report` gets each file's report as it is made.
+        `date` (YYYY-MM-DD) dates every document of this call, over what its file states."""
+        if date is not None:
+            date = check_date(date)
         self.recover_interrupted()
         files = expand_paths(paths)
         stats = IngestStats(files=len(files))
@@ -154,7 +158,7 @@ class Ingestor:
             name = (display_names or {}).get(path, path.name)
             t0 = time.perf_counter()
             try:
-                report = self._ingest_file(kb, path, name, stats, cancel, (passwords or {}).get(path))
+                report = self._ingest_file(kb, path, name, stats, cancel, (passwords or {}).get(path), date)
             except Cancelled:
                 raise
             except GroundworkError as exc:
@@ -234,7 +238,8 @@ class Ingestor:
         return done
 
     def _ingest_file(self, kb: KnowledgeBase, path: Path, name: str, stats: IngestStats,
-                     cancel: Callable[[], bool] | None = None, password: str | None = None) -> FileReport:
+                     cancel: Callable[[], bool] | None = None, password: str | None = None,
+                     date: str | None = None) -> FileReport:
         if not path.exists():
             raise LoadError("file not found")
         # Uploads arrive under temporary names: the display name's extension counts then.
@@ -265,7 +270,7 @@ class Ingestor:
         pending: list[tuple[Document, list[Chunk]]] = []
         pending_chunks = 0
         for ld in loaded:
-            doc, chunks = self._prepare(kb, ld, sha if not is_records else None, path)
+            doc, chunks = self._prepare(kb, ld, sha if not is_records else None, path, date)
             if doc is None:
                 report.doc_ids.append(ld.doc_id or "")
                 continue
@@ -291,7 +296,7 @@ class Ingestor:
             self._store_original(kb, path, name, report.doc_ids[0])
         return report
 
-    def _prepare(self, kb: KnowledgeBase, ld: LoadedDocument, sha: str | None, path: Path):
+    def _prepare(self, kb: KnowledgeBase, ld: LoadedDocument, sha: str | None, path: Path, date: str | None = None):
         """(Document, chunks) to write, or (None, []) when this exact content is already in."""
         content_sha = sha or hashlib.sha256("\n\n".join(ld.pages).encode() + ld.title.encode()).hexdigest()
         doc_id = ld.doc_id or hashlib.sha256(f"{kb.kb_id}:{content_sha}".encode()).hexdigest()[:16]
@@ -320,6 +325,12 @@ class Ingestor:
             sha256=content_sha, pages=ld.page_count, chunks=len(chunks),
             tenant=kb.tenant, acl_users=list(kb.acl_users), acl_groups=list(kb.acl_groups),
         )
+        # The date the person gave, else the one the file states, else the upload day.
+        stated = ld.metadata.get("date")
+        doc.date, doc.date_source = (date, "set") if date else (stated, "metadata") if stated else (
+            upload_day(doc.created_at), "upload")
+        for c in chunks:
+            c.doc_day = doc.doc_day
         return doc, chunks
 
     def _write(self, pending: list[tuple[Document, list[Chunk]]], stats: IngestStats, report: FileReport) -> int:
@@ -384,3 +395,14 @@ def delete_document(appdb: AppDB, store, kb_id: str, doc_id: str) -> bool:
     if doc.stored_path:
         Path(doc.stored_path).unlink(missing_ok=True)
     return True
+
+
+def check_date(value: str) -> str:
+    """A date a person typed, as YYYY-MM-DD (InputError saying what is wrong otherwise)."""
+    try:
+        day = iso_to_day(value)
+    except (ValueError, TypeError):
+        raise InputError(f"'{value}' is not a date: use YYYY-MM-DD") from None
+    if day < 1:
+        raise InputError(f"'{value}' is before 1900")
+    return value.strip()[:10]

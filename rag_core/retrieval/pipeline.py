@@ -27,6 +27,7 @@ import numpy as np
 from ..models import RetrievalSettings, ScoredChunk, SearchFilters
 from .mmr import mmr_select
 from .query import ParsedQuery, parse
+from .recency import apply_recency
 from .search import candidate_search
 from ..text.tokens import count_tokens
 
@@ -113,6 +114,8 @@ class RetrievalPipeline:
             kept = [c for c, r in zip(cands, rel) if r >= settings.score_threshold]
             dropped = len(cands) - len(kept)
             cands = kept
+        # After the threshold (it judges relevance alone), before MMR and the cut to top_k.
+        cands = apply_recency(cands, settings.recency_half_life_days)
         if use_mmr and len(cands) > top_k:
             t = time.perf_counter()
             cands = self._mmr(cands, top_k, settings.mmr_lambda)

@@ -8,7 +8,9 @@ question never makes retrieval worse for the one already selected:
   dropped by another's stricter bar);
 - mmr_lambda: the lowest (passages from several collections gain from more diversity);
 - alpha: the mean (a blend of the keyword/vector preferences);
-- fusion: the one most of them use; a tie falls back to the default, relative score.
+- fusion: the one most of them use; a tie falls back to the default, relative score;
+- recency_half_life_days: the shortest that is on (a knowledge base that prefers new
+  documents keeps that preference; 0 = off when none has it).
 One knowledge base: its own settings, unchanged."""
 
 from __future__ import annotations
@@ -36,4 +38,5 @@ def merged_settings(kbs: list[KnowledgeBase]) -> RetrievalSettings:
         mmr_lambda=min(r.mmr_lambda for r in rs),
         score_threshold=min(r.score_threshold for r in rs),
         context_tokens=max(r.context_tokens for r in rs),
+        recency_half_life_days=min((r.recency_half_life_days for r in rs if r.recency_half_life_days > 0), default=0.0),
     )

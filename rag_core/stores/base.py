@@ -32,6 +32,10 @@ class ChunkStore(Protocol):
 
     def delete_kb(self, kb_id: str) -> int: ...
 
+    def set_document_date(self, kb_id: str, doc_id: str, day: int) -> int:
+        """Stamp a document's chunks with a new date (models.iso_to_day); returns the count.
+        Date filters (SearchFilters.after/before) apply inside the search, like the others."""
+
     def keyword_search(self, query: str, k: int, filters: SearchFilters) -> list[ScoredChunk]:
         """BM25 over the chunks' index text; scores are larger-is-better."""
 

@@ -57,7 +57,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     tenant TEXT,
     acl_sig INTEGER NOT NULL,
     vector BLOB NOT NULL,
-    terms BLOB NOT NULL
+    terms BLOB NOT NULL,
+    doc_day INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(kb_id, doc_id);
 CREATE TABLE IF NOT EXISTS vocab (id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
@@ -85,13 +86,15 @@ CREATE TABLE IF NOT EXISTS store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL
 INSERT OR IGNORE INTO store_meta VALUES ('generation', '0');
 INSERT OR IGNORE INTO store_meta VALUES ('pruned_tomb', '0');
 INSERT OR IGNORE INTO store_meta VALUES ('pruned_vec', '0');
+-- Bumped when a document's date changes: other processes then re-read the date column.
+INSERT OR IGNORE INTO store_meta VALUES ('dates', '0');
 """
 
 _CHUNK_COLS = ", ".join(
     f"c.{col}"
     for col in (
         "id chunk_id doc_id kb_id ordinal text title section source page_start page_end"
-        " char_start char_end line_start line_end chunk_type tenant acl_sig"
+        " char_start char_end line_start line_end chunk_type tenant acl_sig doc_day"
     ).split()
 )
 
@@ -108,6 +111,8 @@ class EmbeddedStore:
     def __init__(self, db: Database):
         self.db = db
         db.executescript(SCHEMA)
+        db.add_columns("chunks", {"doc_day": "INTEGER NOT NULL DEFAULT 0"})  # stores from before dates
+        self._dates = -1
         self._mi = MemIndex()
         self._vocab: dict[str, int] = {}
         self._max_vocab = 0
@@ -161,8 +166,15 @@ class EmbeddedStore:
                     if rows:
                         mi.set_vectors([r[0] for r in rows], np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows]))
                 mi.last_vec = upd[-1]["seq"]
+            dates = self._meta("dates")
+            if dates != self._dates and not first_load and mi.n:
+                # A date edit is rare and touches whole documents: re-read the one column.
+                rows = self.db.query("SELECT id, doc_day FROM chunks WHERE id <= ?", (mi.max_row,))
+                mi.set_days([r[0] for r in rows], [r[1] for r in rows])
+            self._dates = dates
             cur = self.db.conn.execute(
-                "SELECT id, kb_id, tenant, acl_sig, vector, terms FROM chunks WHERE id > ? ORDER BY id", (mi.max_row,)
+                "SELECT id, kb_id, tenant, acl_sig, vector, terms, doc_day FROM chunks WHERE id > ? ORDER BY id",
+                (mi.max_row,),
             )
             if first_load:
                 mi.bulk_load([tuple(r) for r in cur.fetchall()])
@@ -268,12 +280,12 @@ class EmbeddedStore:
                     c.execute(
                         "INSERT INTO chunks (chunk_id, doc_id, kb_id, ordinal, text, title, section, source,"
                         " page_start, page_end, char_start, char_end, line_start, line_end, chunk_type, tenant,"
-                        " acl_sig, vector, terms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        " acl_sig, vector, terms, doc_day) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                         (
                             ch.chunk_id, ch.doc_id, ch.kb_id, ch.ordinal, ch.text, ch.title, ch.section, ch.source,
                             ch.page_start, ch.page_end, ch.char_start, ch.char_end, ch.line_start, ch.line_end,
                             ch.chunk_type, ch.tenant, sig_cache[key], vec.tobytes() if vec is not None else b"",
-                            encode_terms([ids[t] for t in tc], list(tc.values())),
+                            encode_terms([ids[t] for t in tc], list(tc.values())), int(ch.doc_day),
                         ),
                     )
                 self._bump(c)
@@ -306,6 +318,16 @@ class EmbeddedStore:
         self._sync()
         self._prune_logs()
         return len(done)
+
+    def set_document_date(self, kb_id: str, doc_id: str, day: int) -> int:
+        """A document's date changed (an owner edited it): every chunk of it takes the new day."""
+        with self.db.transaction() as c:
+            n = c.execute("UPDATE chunks SET doc_day=? WHERE kb_id=? AND doc_id=?", (int(day), kb_id, doc_id)).rowcount
+            if n:
+                c.execute("UPDATE store_meta SET value = CAST(value AS INTEGER) + 1 WHERE key='dates'")
+                self._bump(c)
+        self._sync()
+        return n
 
     def _delete_where(self, where: str, params: tuple) -> int:
         with self.db.transaction() as c:
@@ -342,6 +364,10 @@ class EmbeddedStore:
             allowed = np.zeros(mi.n, dtype=bool)
             allowed[[mi.pos[r[0]] for r in rows if r[0] in mi.pos]] = True
             m &= allowed
+        days = f.day_range()
+        if days is not None:
+            d = mi.day[: mi.n]
+            m &= (d >= days[0]) & (d <= days[1])
         return m
 
     @staticmethod
@@ -422,6 +448,7 @@ class EmbeddedStore:
             section=r["section"], source=r["source"], ordinal=r["ordinal"], page_start=r["page_start"],
             page_end=r["page_end"], char_start=r["char_start"], char_end=r["char_end"],
             line_start=r["line_start"], line_end=r["line_end"], chunk_type=r["chunk_type"], tenant=r["tenant"],
+            doc_day=r["doc_day"],
         )
 
     def _chunks_by_rowid(self, row_ids: list[int]) -> dict[int, Chunk]:

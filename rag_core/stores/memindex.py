@@ -49,6 +49,7 @@ class MemIndex:
         self.kb = np.zeros(cap, dtype=np.int32)
         self.tenant = np.zeros(cap, dtype=np.int32)
         self.sig = np.zeros(cap, dtype=np.int32)
+        self.day = np.zeros(cap, dtype=np.int32)  # the document's date (models.iso_to_day; 0 unknown)
         self.dl = np.zeros(cap, dtype=np.float32)
         self.pos: dict[int, int] = {}
         self.codes: dict[str | None, int] = {None: 0}
@@ -83,7 +84,7 @@ class MemIndex:
         if need <= cap:
             return
         new_cap = max(need, cap * 2, 1024)
-        for name in ("row_ids", "alive", "has_vec", "kb", "tenant", "sig", "dl"):
+        for name in ("row_ids", "alive", "has_vec", "kb", "tenant", "sig", "day", "dl"):
             old = getattr(self, name)
             arr = np.zeros(new_cap, dtype=old.dtype)
             arr[: self.n] = old[: self.n]
@@ -100,7 +101,7 @@ class MemIndex:
 
     # ---- writes ----------------------------------------------------------------------
     def append(self, rows: list[tuple]) -> None:
-        """rows: (row_id, kb_id, tenant, acl_sig, vector bytes, terms blob)."""
+        """rows: (row_id, kb_id, tenant, acl_sig, vector bytes, terms blob, doc day)."""
         if not rows:
             return
         self._set_dim(next((len(r[4]) // 4 for r in rows if r[4]), 0))
@@ -115,6 +116,7 @@ class MemIndex:
         self.kb[s] = [self.code(r[1]) for r in rows]
         self.tenant[s] = [self.code(r[2]) for r in rows]
         self.sig[s] = [r[3] for r in rows]
+        self.day[s] = [r[6] if len(r) > 6 else 0 for r in rows]
         self.alive[s] = True
         for i, r in enumerate(rows):
             p = start + i
@@ -155,6 +157,7 @@ class MemIndex:
         self.kb = np.fromiter((self.code(r[1]) for r in rows), dtype=np.int32, count=n)
         self.tenant = np.fromiter((self.code(r[2]) for r in rows), dtype=np.int32, count=n)
         self.sig = np.fromiter((r[3] for r in rows), dtype=np.int32, count=n)
+        self.day = np.fromiter((r[6] if len(r) > 6 else 0 for r in rows), dtype=np.int32, count=n)
         self.alive = np.ones(n, dtype=bool)
         self.row_terms = [decode_terms(r[5]) for r in rows]
         self.dl = np.fromiter((t[1].sum() for t in self.row_terms), dtype=np.float32, count=n)
@@ -185,6 +188,12 @@ class MemIndex:
                 self.mat[p] = vec
                 self.has_vec[p] = True
 
+    def set_days(self, row_ids: list[int], days: list[int]) -> None:
+        for rid, d in zip(row_ids, days):
+            p = self.pos.get(rid)
+            if p is not None:
+                self.day[p] = d
+
     def kill(self, row_ids: list[int]) -> None:
         for rid in row_ids:
             p = self.pos.pop(rid, None)
@@ -205,7 +214,7 @@ class MemIndex:
     def rebuild(self) -> None:
         """Drop tombstones and merge the delta into one term-major segment."""
         keep = np.flatnonzero(self.alive[: self.n])
-        for name in ("row_ids", "alive", "has_vec", "kb", "tenant", "sig", "dl"):
+        for name in ("row_ids", "alive", "has_vec", "kb", "tenant", "sig", "day", "dl"):
             setattr(self, name, getattr(self, name)[keep].copy())
         self.mat = self.mat[keep].copy() if self.dim else self.mat
         self.row_terms = [self.row_terms[i] for i in keep.tolist()]

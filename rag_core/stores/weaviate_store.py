@@ -51,7 +51,7 @@ from ..text.analysis import analyze
 
 COLLECTION = "GroundworkChunk"
 SCHEMA_VERSION = "1"
-_INTS = ("ordinal", "page_start", "page_end", "char_start", "char_end", "line_start", "line_end")
+_INTS = ("ordinal", "page_start", "page_end", "char_start", "char_end", "line_start", "line_end", "doc_day")
 _EXPLAIN_KW = re.compile(r"keyword,bm25\)[^:]*:\s*original score\s*([-\d.eE]+)")
 
 
@@ -296,6 +296,24 @@ class WeaviateStore:
                 raise GroundworkError(f"Weaviate refused {len(res.errors)} vectors: {getattr(first, 'message', first)}")
         return len(objs)
 
+    def set_document_date(self, kb_id: str, doc_id: str, day: int) -> int:
+        """Every object of the document re-written with the new day (an upsert by uuid with
+        its own properties and vector: Weaviate has no update-where)."""
+        found = self._fetch_all(self._Filter.by_property("doc_key").equal(f"{kb_id}/{doc_id}"), include_vector=True)
+        DataObject = self._wv.classes.data.DataObject
+        objs = []
+        for o in found:
+            vec = o.vector.get("default") if isinstance(o.vector, dict) else o.vector
+            objs.append(DataObject(properties={**o.properties, "doc_day": int(day)}, vector=vec or None,
+                                   uuid=o.uuid))
+        for start in range(0, len(objs), self.page_size):
+            part = objs[start : start + self.page_size]
+            res = self._write(lambda coll: coll.data.insert_many(part))
+            if res.errors:
+                first = next(iter(res.errors.values()))
+                raise GroundworkError(f"Weaviate refused {len(res.errors)} date updates: {getattr(first, 'message', first)}")
+        return len(objs)
+
     def _delete(self, where) -> int:
         """Delete everything matching `where`. One batch delete removes at most
         QUERY_MAXIMUM_RESULTS objects (10,000 by default), so it is repeated until nothing
@@ -328,6 +346,10 @@ class WeaviateStore:
             parts.append(F.by_property("tenant").equal(f.tenant))
         if f.doc_ids is not None:
             parts.append(F.by_property("doc_id").contains_any(list(f.doc_ids) or ["\x00none"]))
+        days = f.day_range()
+        if days is not None:
+            parts.append(F.by_property("doc_day").greater_or_equal(days[0]))
+            parts.append(F.by_property("doc_day").less_or_equal(days[1]))
         if not parts:
             return None
         out = parts[0]

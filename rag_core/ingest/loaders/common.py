@@ -1,13 +1,17 @@
-"""What every loader shares: titles, text decoding, the light-Markdown helpers, and the
-messages a user reads when a file cannot be loaded."""
+"""What every loader shares: titles, dates, text decoding, the light-Markdown helpers, and
+the messages a user reads when a file cannot be loaded."""
 
 from __future__ import annotations
 
 import codecs
 import re
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
+from email.utils import parsedate_to_datetime
 from pathlib import Path
+from xml.etree import ElementTree
 
 from rag_core.errors import LoadError
 
@@ -28,8 +32,10 @@ class LoadOptions:
 # --------------------------------------------------------------------------- titles
 
 _FILENAME_SEPARATORS = re.compile(r"[-_.\s]+")
-# Titles that PDF producers and word processors write when the author wrote none.
-_PLACEHOLDER_TITLES = frozenset({"untitled", "title", "document", "unknown", "none", "null", "slide 1"})
+# Titles that PDF producers and word processors write when the author wrote none; the last
+# two are what python-docx and python-pptx make up for a file without core properties.
+_PLACEHOLDER_TITLES = frozenset({"untitled", "title", "document", "unknown", "none", "null", "slide 1",
+                                 "word document", "powerpoint presentation"})
 _FILE_LIKE_TITLE = re.compile(r"\.(pdf|docx?|odt|rtf|txt|tex|dvi|ps|html?|pptx?|xlsx?)$", re.I)
 
 
@@ -52,6 +58,85 @@ def _meaningful_title(raw: object, source: str) -> str | None:
     if title.lower() == Path(source).stem.lower():
         return None
     return title
+
+
+# --------------------------------------------------------------------------- dates
+
+_EARLIEST_DATE = date(1900, 1, 1)
+_YEAR_MONTH = re.compile(r"(\d{4})(?:-(\d{2}))?")
+# PDF dates: D:YYYYMMDDHHmmSS+HH'mm', any part after the year optional. Producers drop the
+# "D:" or the apostrophes, so both are optional; the time and zone are matched only so that
+# other strings of digits and words are not taken for dates.
+_PDF_DATE = re.compile(r"(?:D:)?(\d{4})(\d{2})?(\d{2})?(?:\d{2}){0,3}(?:[Zz+-](?:\d{2}'?){0,2})?")
+
+
+def parse_date(value: object) -> str | None:
+    """The calendar date `value` states, as "YYYY-MM-DD", or None.
+
+    Takes date/datetime objects, ISO 8601 strings, PDF date strings, RFC 2822 strings,
+    "YYYY" and "YYYY-MM" (the first day of the period), Unix timestamps in seconds, and a
+    four-digit int as a year. A stated time zone is not converted: the date is the one the
+    document's author saw. Dates before 1900 or more than a day ahead (UTC) are placeholders
+    or clock errors, so None. Never raises: a bad date is no date.
+    """
+    try:
+        day = _as_date(value)
+    except (ValueError, TypeError, OverflowError, OSError):
+        return None
+    if day is None or not _EARLIEST_DATE <= day <= datetime.now(timezone.utc).date() + timedelta(days=1):
+        return None
+    return day.isoformat()
+
+
+def _as_date(value: object) -> date | None:
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    if isinstance(value, bool):  # an int to Python, never a timestamp in a document
+        return None
+    if isinstance(value, int) and 1000 <= value <= 9999:  # a year; as seconds it would be 1970-01-01
+        return date(value, 1, 1)
+    if isinstance(value, (int, float)):
+        return datetime.fromtimestamp(value, timezone.utc).date()
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    try:
+        return datetime.fromisoformat(text).date()
+    except ValueError:
+        pass
+    if m := _YEAR_MONTH.fullmatch(text):
+        return date(int(m[1]), int(m[2] or 1), 1)
+    if m := _PDF_DATE.fullmatch(text):
+        return date(int(m[1]), int(m[2] or 1), int(m[3] or 1))
+    return parsedate_to_datetime(text).date()
+
+
+_DCTERMS = "{http://purl.org/dc/terms/}"
+_MAX_CORE_XML = 1_000_000
+
+
+def ooxml_date(path: Path) -> str | None:
+    """The date in a DOCX/PPTX/XLSX file's core properties (docProps/core.xml): modified, as
+    the version the text reflects, else created.
+
+    Read from the zip rather than through python-docx, python-pptx or openpyxl: where the
+    part or a field is missing those fill in the current time, which would pass for the
+    document's own date."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            info = zf.getinfo("docProps/core.xml")
+            if info.file_size > _MAX_CORE_XML:  # a bomb, not properties
+                return None
+            root = ElementTree.fromstring(zf.read(info))
+    except Exception:  # noqa: BLE001 - the loader has read the file; a bad date is no date
+        return None
+    for field in ("modified", "created"):
+        node = root.find(_DCTERMS + field)
+        if node is not None and (day := parse_date(node.text)):
+            return day
+    return None
 
 
 # --------------------------------------------------------------------------- text decoding

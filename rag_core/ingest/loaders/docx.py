@@ -8,7 +8,7 @@ from pathlib import Path
 from rag_core.errors import LoadError
 from rag_core.models import LoadedDocument
 
-from .common import LoadOptions, _meaningful_title, _pipe_table, _squash, title_from_filename
+from .common import LoadOptions, _meaningful_title, _pipe_table, _squash, ooxml_date, title_from_filename
 
 EXTENSIONS = {".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document"}
 DOCX_INVALID = "not a valid DOCX file"
@@ -64,7 +64,9 @@ def _load_docx(path: Path, source: str) -> LoadedDocument:
             parts.append("\n" if kind == blocks[i - 1][0] == "item" else "\n\n")
         parts.append(text)
     title = _meaningful_title(raw_title, source) or first_heading or title_from_filename(source)
-    return LoadedDocument(source=source, title=title, mime=EXTENSIONS[".docx"], pages=["".join(parts)])
+    stated = ooxml_date(path)
+    return LoadedDocument(source=source, title=title, mime=EXTENSIONS[".docx"], pages=["".join(parts)],
+                          metadata={"date": stated} if stated else {})
 
 
 def _docx_paragraph_kind(paragraph) -> tuple[str, int]:

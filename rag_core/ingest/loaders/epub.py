@@ -11,7 +11,7 @@ from pathlib import Path
 from rag_core.errors import LoadError
 from rag_core.models import LoadedDocument
 
-from .common import LoadOptions, _meaningful_title, title_from_filename
+from .common import LoadOptions, _meaningful_title, parse_date, title_from_filename
 from .html import _HtmlToMarkdown
 
 EXTENSIONS = {".epub": "application/epub+zip"}
@@ -36,6 +36,7 @@ def load(path: Path, source: str, opts: LoadOptions) -> list[LoadedDocument]:
         base = posixpath.dirname(opf_path)
         items = {i.get("id"): i for i in opf.find_all("item")}
         raw_title = opf.find("dc:title") or opf.find("title")
+        stated = _epub_date(opf)
         pages = []
         for ref in opf.find_all("itemref"):
             item = items.get(ref.get("idref"))
@@ -56,4 +57,12 @@ def load(path: Path, source: str, opts: LoadOptions) -> list[LoadedDocument]:
     if not pages:
         raise LoadError("no text found in the book")
     title = _meaningful_title(raw_title.get_text() if raw_title else None, source) or title_from_filename(source)
-    return [LoadedDocument(source=source, title=title, mime=EXTENSIONS[".epub"], pages=pages)]
+    return [LoadedDocument(source=source, title=title, mime=EXTENSIONS[".epub"], pages=pages,
+                           metadata={"date": stated} if stated else {})]
+
+
+def _epub_date(opf) -> str | None:
+    """The OPF's dc:date, else its dcterms:modified. The publication date first: a book's
+    modified stamp is mostly when the file was last converted, not when its text changed."""
+    nodes = opf.find_all("date") + opf.find_all("meta", property="dcterms:modified")
+    return next((day for node in nodes if (day := parse_date(node.get_text()))), None)

@@ -7,7 +7,7 @@ from pathlib import Path
 from rag_core.errors import LoadError
 from rag_core.models import LoadedDocument
 
-from .common import LoadOptions, _fenced, _meaningful_title, _pipe_table, _squash, title_from_filename
+from .common import LoadOptions, _fenced, _meaningful_title, _pipe_table, _squash, parse_date, title_from_filename
 
 EXTENSIONS = {".html": "text/html", ".htm": "text/html"}
 
@@ -51,7 +51,27 @@ def _load_html(data: bytes, source: str) -> LoadedDocument:
         or _meaningful_title(h1.get_text() if h1 else None, source)
         or title_from_filename(source)
     )
-    return LoadedDocument(source=source, title=title, mime=EXTENSIONS[".html"], pages=[text])
+    stated = _html_date(soup)
+    return LoadedDocument(source=source, title=title, mime=EXTENSIONS[".html"], pages=[text],
+                          metadata={"date": stated} if stated else {})
+
+
+# Modified before published: the page's text is its latest version.
+_DATE_META = ("article:modified_time", "dcterms.modified", "last-modified", "article:published_time",
+              "dcterms.date", "dc.date", "date", "pubdate", "publish-date")
+
+
+def _html_date(soup) -> str | None:
+    """The first date the page states in <meta> (by _DATE_META's order), else in <time datetime>."""
+    found: dict[str, list[str]] = {}
+    for meta in soup.find_all("meta"):
+        key = meta.get("name") or meta.get("property") or meta.get("http-equiv")
+        content = meta.get("content")
+        if isinstance(key, str) and isinstance(content, str):
+            found.setdefault(key.strip().lower(), []).append(content)
+    values = [v for key in _DATE_META for v in found.get(key, ())]
+    values += [t.get("datetime") for t in soup.find_all("time", datetime=True)]
+    return next((day for v in values if (day := parse_date(v))), None)
 
 
 class _HtmlToMarkdown:

@@ -1,4 +1,5 @@
-"""JSONL: one document per record (BEIR-style `_id`, `title`, `text`; other fields kept as metadata)."""
+"""JSONL: one document per record (BEIR-style `_id`, `title`, `text`, optional `date`; other fields
+kept as metadata)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 from rag_core.errors import LoadError
 from rag_core.models import LoadedDocument
 
-from .common import LoadOptions, _decode_text
+from .common import LoadOptions, _decode_text, parse_date
 
 EXTENSIONS = {".jsonl": "application/jsonl"}
 
@@ -17,16 +18,18 @@ def load(path: Path, source: str, opts: LoadOptions) -> list[LoadedDocument]:
     return _load_jsonl(path.read_bytes(), source)
 
 
-_JSONL_RESERVED = ("_id", "id", "title", "text")
+_JSONL_RESERVED = ("_id", "id", "title", "text", "date")
 
 
 def _load_jsonl(data: bytes, source: str) -> list[LoadedDocument]:
-    """One document per record {"_id"|"id", "title", "text", ...}.
+    """One document per record {"_id"|"id", "title", "text", "date", ...}.
 
     Strict on purpose: the first line that is not a JSON object with a "text" field, or
     that repeats an id, fails the whole file, so a corpus is never half-imported silently.
     Blank lines, and records whose text and title are both empty, are skipped. A record
     without an id gets doc_id None: the caller derives one as for any other document.
+    A "date" becomes metadata["date"] as YYYY-MM-DD; one that is not a date is left out, as
+    other formats leave out a date their file does not state.
     """
     text = _decode_text(data)
     docs: list[LoadedDocument] = []
@@ -53,6 +56,9 @@ def _load_jsonl(data: bytes, source: str) -> list[LoadedDocument]:
             if doc_id in seen:
                 raise LoadError(f"line {line_no}: duplicate id '{doc_id}' (first on line {seen[doc_id]})")
             seen[doc_id] = line_no
+        metadata = {k: v for k, v in record.items() if k not in _JSONL_RESERVED}
+        if stated := parse_date(record.get("date")):
+            metadata["date"] = stated
         docs.append(
             LoadedDocument(
                 source=source,
@@ -60,7 +66,7 @@ def _load_jsonl(data: bytes, source: str) -> list[LoadedDocument]:
                 mime=mime,
                 pages=[body if body.strip() else title],
                 doc_id=doc_id,
-                metadata={k: v for k, v in record.items() if k not in _JSONL_RESERVED},
+                metadata=metadata,
             )
         )
     if not docs:

@@ -10,7 +10,7 @@ from pathlib import Path
 from rag_core.errors import LoadError, MissingDependency
 from rag_core.models import LoadedDocument
 
-from .common import LoadOptions, _meaningful_title, title_from_filename
+from .common import LoadOptions, _meaningful_title, parse_date, title_from_filename
 
 log = logging.getLogger(__name__)
 EXTENSIONS = {".pdf": "application/pdf"}
@@ -106,10 +106,30 @@ def _load_pdf(path: Path, source: str, *, max_pages: int, password: str | None, 
     metadata: dict = {"failed_pages": failed} if failed else {}
     if ocr_pages:
         metadata["ocr_pages"] = ocr_pages
+    if stated := _pdf_date(reader):
+        metadata["date"] = stated
     unread = [n for n in failed if n not in ocr_pages]  # OCR may have read a page pypdf could not
     if unread:
         metadata["ingest_warnings"] = [failed_pages_warning(unread)]
     return LoadedDocument(source=source, title=title, mime=EXTENSIONS[".pdf"], pages=pages, metadata=metadata)
+
+
+def _pdf_date(reader) -> str | None:
+    """/ModDate, else /CreationDate, else the same two from the XMP packet. Modification
+    first: it dates the version whose text was read."""
+    getters = (
+        lambda: reader.metadata.modification_date_raw,
+        lambda: reader.metadata.creation_date_raw,
+        lambda: reader.xmp_metadata.xmp_modify_date,
+        lambda: reader.xmp_metadata.xmp_create_date,
+    )
+    for get in getters:
+        try:
+            if stated := parse_date(get()):
+                return stated
+        except Exception:  # noqa: BLE001 - broken /Info and XMP are common; a bad date is no date
+            continue
+    return None
 
 
 def failed_pages_warning(pages: list[int]) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 from rag_core.errors import LoadError
 from rag_core.models import LoadedDocument
 
-from .common import LoadOptions, _meaningful_title, _pipe_table, _squash, title_from_filename
+from .common import LoadOptions, _meaningful_title, _pipe_table, _squash, ooxml_date, title_from_filename
 
 EXTENSIONS = {".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation"}
 PPTX_INVALID = "not a valid PPTX file"
@@ -44,7 +44,9 @@ def load(path: Path, source: str, opts: LoadOptions) -> list[LoadedDocument]:
         raise LoadError("no text found (the slides hold only pictures)")
     raw_title = prs.core_properties.title
     title = _meaningful_title(raw_title, source) or first_title or title_from_filename(source)
-    return [LoadedDocument(source=source, title=title, mime=EXTENSIONS[".pptx"], pages=pages)]
+    stated = ooxml_date(path)
+    return [LoadedDocument(source=source, title=title, mime=EXTENSIONS[".pptx"], pages=pages,
+                           metadata={"date": stated} if stated else {})]
 
 
 def _shape_text(shape) -> list[str]:

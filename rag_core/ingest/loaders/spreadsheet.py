@@ -9,7 +9,7 @@ from pathlib import Path
 from rag_core.errors import LoadError
 from rag_core.models import LoadedDocument
 
-from .common import LoadOptions, _meaningful_title, _squash, title_from_filename
+from .common import LoadOptions, _meaningful_title, _squash, ooxml_date, title_from_filename
 
 EXTENSIONS = {".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"}
 XLSX_INVALID = "not a valid XLSX file"
@@ -41,8 +41,10 @@ def load(path: Path, source: str, opts: LoadOptions) -> list[LoadedDocument]:
     if len(pages) > opts.max_pages:
         raise LoadError(f"too many sheets: {len(pages)} (the limit is {opts.max_pages})")
     title = _meaningful_title(raw_title, source) or title_from_filename(source)
-    return [LoadedDocument(source=source, title=title, mime=EXTENSIONS[".xlsx"], pages=pages,
-                           metadata={"rows": rows_total})]
+    metadata: dict = {"rows": rows_total}
+    if stated := ooxml_date(path):
+        metadata["date"] = stated
+    return [LoadedDocument(source=source, title=title, mime=EXTENSIONS[".xlsx"], pages=pages, metadata=metadata)]
 
 
 def _cell(v) -> str:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import random
+import re
 import zipfile
+from datetime import datetime
 from pathlib import Path
 
 import docx
@@ -59,3 +61,27 @@ def test_corrupt_docx(tmp_path):
         zf.writestr("hello.txt", "not a word document")
     with pytest.raises(LoadError, match="^not a valid DOCX file"):
         load_file(other_zip)
+
+
+def test_docx_date_is_the_modified_core_property(tmp_path):
+    path = make_docx(tmp_path / "dated.docx")
+    document = docx.Document(str(path))
+    document.core_properties.created = datetime(2019, 4, 5, 6, 7, 8)
+    document.core_properties.modified = datetime(2024, 11, 30, 23, 59)
+    document.save(path)
+    assert load_one(path).metadata["date"] == "2024-11-30"
+
+
+def test_docx_without_core_properties_has_no_date(tmp_path):
+    """python-docx would make up core properties dated now; the file states no date."""
+    src = make_docx(tmp_path / "src.docx")
+    path = tmp_path / "bare.docx"
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(path, "w") as zout:
+        for item in zin.infolist():
+            data = zin.read(item)
+            if item.filename == "_rels/.rels":
+                data = re.sub(rb'<Relationship [^>]*core-properties"[^>]*/>', b"", data)
+            if item.filename != "docProps/core.xml":
+                zout.writestr(item, data)
+    doc = load_one(path)
+    assert doc.title == "Project Report" and "date" not in doc.metadata

@@ -58,3 +58,21 @@ def test_deeply_nested_html_does_not_crash(tmp_path):
 def test_html_without_text_is_refused(tmp_path):
     with pytest.raises(LoadError, match="no text found"):
         load_file(write(tmp_path, "empty.html", "<html><head><script>x()</script></head><body> </body></html>"))
+
+
+@pytest.mark.parametrize(
+    ("head", "body", "date"),
+    [
+        # modified before published, whatever the order in the page; names are case-insensitive
+        ('<meta property="article:published_time" content="2023-02-01T08:00:00+01:00">'
+         '<meta property="Article:Modified_Time" content="2024-03-05T22:30:00-05:00">', "", "2024-03-05"),
+        ('<meta name="DC.date" content="2020-07">', '<time datetime="2019-01-01">x</time>', "2020-07-01"),
+        ('<meta http-equiv="last-modified" content="Tue, 15 Nov 1994 08:12:31 GMT">', "", "1994-11-15"),
+        ('<meta name="date" content="someday">', '<time>Monday</time><time datetime="2022-09-10T10:00">x</time>',
+         "2022-09-10"),  # a meta that is not a date gives way to <time>
+        ('<meta name="description" content="2021-01-01">', "", None),
+    ],
+)
+def test_html_date(tmp_path, head, body, date):
+    page = f"<html><head>{head}</head><body><p>Text.</p>{body}</body></html>"
+    assert load_one(write(tmp_path, "d.html", page)).metadata.get("date") == date

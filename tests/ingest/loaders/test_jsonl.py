@@ -27,6 +27,26 @@ def test_jsonl_one_document_per_record(tmp_path):
     assert docs[0].metadata == {"year": 2020}
 
 
+@pytest.mark.parametrize(
+    ("value", "date"),
+    [
+        ("2021-06-30", "2021-06-30"),
+        ("2021-06-30T23:15:00-07:00", "2021-06-30"),
+        (1700000000, "2023-11-14"),
+        (1700000000.5, "2023-11-14"),
+        (2019, "2019-01-01"),
+        ("2019", "2019-01-01"),
+        ("not a date", None),
+        (None, None),
+        ("1850-01-01", None),
+    ],
+)
+def test_jsonl_date_is_normalised(tmp_path, value, date):
+    body = json.dumps({"_id": "1", "text": "t", "date": value, "lang": "en"})
+    [doc] = load_file(write(tmp_path, "d.jsonl", body))
+    assert doc.metadata == ({"lang": "en", "date": date} if date else {"lang": "en"})
+
+
 def test_jsonl_invalid_line_fails_the_file_with_its_line_number(tmp_path):
     body = '{"_id": "1", "text": "ok"}\n\n{"_id": "2", "text": "broken"\n'
     with pytest.raises(LoadError, match="^line 3: not valid JSON$"):

@@ -198,3 +198,44 @@ def test_running_headers_footers_and_page_numbers_are_removed(tmp_path):
     assert "- 3 -" not in text
     assert all(f"Page {n} explains step {n}" in doc.pages[n - 1] for n in range(1, 11))  # page numbers exact
     assert doc.pages[2].splitlines()[0] == "Example" and doc.pages[0].splitlines()[0] == "Step A"
+
+
+def _pdf_with_info(tmp_path, info: dict, xmp: bytes | None = None):
+    from io import BytesIO
+
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter(clone_from=PdfReader(BytesIO(make_pdf(["Some text on a page."]))))
+    writer.add_metadata(info)
+    if xmp is not None:
+        writer.xmp_metadata = xmp
+    out = BytesIO()
+    writer.write(out)
+    return write(tmp_path, "dated.pdf", out.getvalue())
+
+
+@pytest.mark.parametrize(
+    ("info", "date"),
+    [
+        ({"/ModDate": "D:20250301120000Z", "/CreationDate": "D:20230101093000+01'00'"}, "2025-03-01"),
+        ({"/CreationDate": "D:20230101093000+01'00'"}, "2023-01-01"),
+        ({"/ModDate": "last tuesday", "/CreationDate": "D:2022"}, "2022-01-01"),  # a bad date is skipped
+        ({"/ModDate": "20240615"}, "2024-06-15"),  # without "D:"
+    ],
+)
+def test_pdf_date_from_info(tmp_path, info, date):
+    assert load_one(_pdf_with_info(tmp_path, info)).metadata["date"] == date
+
+
+@pytest.mark.parametrize("info", [{"/ModDate": "garbage", "/CreationDate": "D:99999999"}, {"/Producer": "x"}])
+def test_pdf_without_a_usable_date(tmp_path, info):
+    assert "date" not in load_one(_pdf_with_info(tmp_path, info)).metadata
+
+
+def test_pdf_date_falls_back_to_xmp(tmp_path):
+    xmp = (b'<?xpacket begin="" id="W5M0MpCehiHzreSzNTczkc9d"?><x:xmpmeta xmlns:x="adobe:ns:meta/">'
+           b'<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">'
+           b'<rdf:Description rdf:about="" xmlns:xmp="http://ns.adobe.com/xap/1.0/">'
+           b"<xmp:ModifyDate>2021-07-08T10:00:00+02:00</xmp:ModifyDate></rdf:Description>"
+           b'</rdf:RDF></x:xmpmeta><?xpacket end="w"?>')
+    assert load_one(_pdf_with_info(tmp_path, {"/ModDate": "junk"}, xmp)).metadata["date"] == "2021-07-08"

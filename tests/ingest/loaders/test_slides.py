@@ -58,3 +58,15 @@ def test_slide_and_sheet_are_cited(tmp_path):
     assert "Norway" in b.text and b.citations[0].source == "stock.xlsx"
     assert b.citations[0].section.startswith("Suppliers")
     ws.close()
+
+
+def test_pptx_date_from_core_properties(tmp_path):
+    from datetime import datetime
+
+    from pptx import Presentation
+
+    path = make_pptx(tmp_path / "q3.pptx")
+    prs = Presentation(str(path))
+    prs.core_properties.modified = datetime(2022, 3, 4, 5, 6)
+    prs.save(path)
+    assert load_file(path)[0].metadata["date"] == "2022-03-04"

@@ -1,0 +1,41 @@
+"""A knowledge base's preference for newer documents, blended into ranking.
+
+Off by default (`RetrievalSettings.recency_half_life_days = 0`): a manual does not age, a
+policy does. When on, each candidate's score is multiplied by
+
+    (1 − WEIGHT) + WEIGHT · 0.5 ** (age in days / half-life)
+
+so recency can reorder passages of similar relevance (two editions of one policy: the newer
+first) but never more than halve a score: a clearly better old passage still wins over a
+barely relevant new one. WEIGHT is a judgement, not fitted: at 0.5, a passage one half-life
+older needs a score 1.33× higher to stay ahead.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ..models import ScoredChunk, iso_to_day, upload_day
+
+WEIGHT = 0.5
+
+
+def today_day() -> int:
+    return iso_to_day(upload_day(time.time()))
+
+
+def apply_recency(cands: list[ScoredChunk], half_life_days: float, today: int | None = None) -> list[ScoredChunk]:
+    """The candidates re-sorted by recency-blended score (each keeps its factor in
+    scores["recency"]); unchanged when the preference is off. A passage without a date
+    counts as oldest (factor 1 − WEIGHT); a future date as today."""
+    if half_life_days <= 0 or not cands:
+        return cands
+    now = today_day() if today is None else today
+    for c in cands:
+        day = c.chunk.doc_day
+        decay = 0.5 ** (max(now - day, 0) / half_life_days) if day else 0.0
+        factor = (1.0 - WEIGHT) + WEIGHT * decay
+        c.scores["recency"] = round(factor, 6)
+        c.score = c.score * factor
+    # stable: equal blended scores keep the store's order
+    return sorted(cands, key=lambda c: -c.score)
