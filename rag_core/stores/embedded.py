@@ -322,12 +322,21 @@ class EmbeddedStore:
     def set_document_date(self, kb_id: str, doc_id: str, day: int) -> int:
         """A document's date changed (an owner edited it): every chunk of it takes the new day."""
         with self.db.transaction() as c:
-            n = c.execute("UPDATE chunks SET doc_day=? WHERE kb_id=? AND doc_id=?", (int(day), kb_id, doc_id)).rowcount
-            if n:
-                c.execute("UPDATE store_meta SET value = CAST(value AS INTEGER) + 1 WHERE key='dates'")
-                self._bump(c)
+            ids = [r[0] for r in c.execute("SELECT id FROM chunks WHERE kb_id=? AND doc_id=?", (kb_id, doc_id))]
+            if not ids:
+                return 0
+            c.execute("UPDATE chunks SET doc_day=? WHERE kb_id=? AND doc_id=?", (int(day), kb_id, doc_id))
+            before = int(c.execute("SELECT value FROM store_meta WHERE key='dates'").fetchone()[0])
+            c.execute("UPDATE store_meta SET value=? WHERE key='dates'", (str(before + 1),))
+            self._bump(c)
+        with self._sync_lock:
+            # Our own edit applied here directly: when this index was current up to it, no
+            # re-read of the whole date column (a backfill edits every document in turn).
+            if self._dates == before:
+                self._mi.set_days(ids, [int(day)] * len(ids))
+                self._dates = before + 1
         self._sync()
-        return n
+        return len(ids)
 
     def _delete_where(self, where: str, params: tuple) -> int:
         with self.db.transaction() as c:

@@ -270,3 +270,53 @@ def test_vectors_set_by_another_process_are_seen(store_factory, tmp_path, reques
     assert b.vector_search(unit(2), 5, ALL) == []
     a.set_vectors(["kb/d#0"], np.stack([unit(2)]))
     assert b.vector_search(unit(2), 5, ALL)[0].chunk.chunk_id == "kb/d#0"
+
+
+def dated(doc_id: str, kb_id: str, texts: list[str], date: str) -> list[Chunk]:
+    from rag_core.models import iso_to_day
+
+    chunks = make_chunks(doc_id, kb_id, texts)
+    for c in chunks:
+        c.doc_day = iso_to_day(date)
+    return chunks
+
+
+def test_date_range_filters_inside_every_search(store_factory):
+    """after/before keep documents dated in range (inclusive) in keyword, vector and hybrid
+    search alike, combined with the other filters; the date comes back with the chunk."""
+    s = store_factory()
+    s.add_chunks(dated("old", "kb", ["leave policy: 20 days of annual leave"], "2023-03-01"), np.stack([unit(0)]))
+    s.add_chunks(dated("new", "kb", ["leave policy: 25 days of annual leave"], "2025-03-01"), np.stack([unit(0, 1, 0.1)]))
+    s.add_chunks(dated("other", "kb2", ["leave policy elsewhere"], "2025-06-01"), np.stack([unit(0, 2, 0.1)]))
+
+    def docs(filters):
+        return [{r.chunk.doc_id for r in s.keyword_search("leave policy", 10, filters)},
+                {r.chunk.doc_id for r in s.vector_search(unit(0), 10, filters)},
+                {r.chunk.doc_id for r in s.hybrid_search("leave policy", unit(0), 10, filters)}]
+
+    assert docs(SearchFilters(after="2024-01-01")) == [{"new", "other"}] * 3
+    assert docs(SearchFilters(before="2024-12-31")) == [{"old"}] * 3
+    assert docs(SearchFilters(after="2023-03-01", before="2023-03-01")) == [{"old"}] * 3  # inclusive
+    assert docs(SearchFilters(kb_ids=["kb"], after="2025-01-01")) == [{"new"}] * 3
+    assert docs(SearchFilters(after="2026-01-01")) == [set()] * 3
+    got = s.get_chunks(["kb/new#0"])[0]
+    assert got.date == "2025-03-01"
+
+
+def test_document_date_change_applies_at_once_and_in_other_openings(store_factory):
+    s = store_factory()
+    s.add_chunks(dated("d", "kb", ["tariff table one", "tariff table two"], "2020-01-01"),
+                 np.stack([unit(3), unit(4)]))
+    s.add_chunks(dated("e", "kb", ["tariff table three"], "2020-01-01"), np.stack([unit(5)]))
+    later = SearchFilters(after="2024-01-01")
+    other = store_factory()  # another process: must see the edit on its next search
+    assert other.keyword_search("tariff", 10, later) == []
+    from rag_core.models import iso_to_day
+
+    assert s.set_document_date("kb", "d", iso_to_day("2024-06-30")) == 2
+    for st in (s, other):
+        assert {r.chunk.chunk_id for r in st.keyword_search("tariff", 10, later)} == {"kb/d#0", "kb/d#1"}
+        assert {r.chunk.doc_id for r in st.vector_search(unit(3), 10, later)} == {"d"}
+    assert s.get_chunks(["kb/d#1"])[0].date == "2024-06-30"
+    assert s.get_chunks(["kb/e#0"])[0].date == "2020-01-01"  # the other document keeps its date
+    assert s.health()["ok"]
