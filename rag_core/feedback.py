@@ -237,10 +237,13 @@ class CallerFeedback:
     rate their own answers only; analytics over their own answers (admins: everyone's), with the
     names of the knowledge bases they can see (others read "(hidden)")."""
 
-    def __init__(self, log: FeedbackLog, caller, visible_kbs: dict[str, str]):
+    def __init__(self, log: FeedbackLog, caller, visible_kbs: dict[str, str], on_rated=None):
         self._log = log
         self.caller = caller
         self._names = visible_kbs
+        # (query_id, rating, reason) after each rating: what retrieval learns from it
+        # (retrieval/feedback_signals.py)
+        self._on_rated = on_rated
 
     def log_answer(self, answer: Answer, kb_ids: list[str], thread_id: str | None = None) -> str:
         return self._log.log_answer(answer, kb_ids, self.caller.user, thread_id=thread_id)
@@ -261,6 +264,8 @@ class CallerFeedback:
     def rate(self, query_id: str, rating: int, comment: str = "", reason: str | None = None) -> None:
         self._mine(query_id)
         self._log.rate(query_id, rating, comment, reason)
+        if self._on_rated is not None:
+            self._on_rated(query_id, rating, reason)
 
     def rating_of(self, query_id: str) -> tuple[int, str, str | None] | None:
         return self._log.rating_of(query_id) if self.owns(query_id) else None

@@ -190,7 +190,32 @@ class Workspace:
         can see."""
         from .feedback import CallerFeedback
 
-        return CallerFeedback(self.feedback, caller, {kb.kb_id: kb.name for kb in self.list_kbs(caller=caller)})
+        return CallerFeedback(self.feedback, caller, {kb.kb_id: kb.name for kb in self.list_kbs(caller=caller)},
+                              on_rated=self.signals.learn)
+
+    @cached_property
+    def signals(self):
+        """What retrieval learns from ratings (retrieval/feedback_signals.py)."""
+        from .retrieval.feedback_signals import FeedbackSignals
+
+        return FeedbackSignals(self.db, embed=lambda text: self.embedder.embed_array([text])[0])
+
+    def feedback_signals(self, *, caller: Caller) -> list:
+        """The learning records of the knowledge bases this caller owns (admins: all they see),
+        newest first, for review."""
+        kbs = [kb.kb_id for kb in self.list_kbs(caller=caller) if caller.admin or access.is_owner(caller, kb)]
+        return self.signals.list(kbs)
+
+    def revert_feedback(self, *, caller: Caller, signal_id: int | None = None, kb_name: str | None = None) -> int:
+        """An admin undoes what feedback taught: one record, or all of a knowledge base's."""
+        if not caller.admin:
+            raise PermissionDenied("only an admin may revert what feedback taught")
+        who = caller.user or "operator"
+        if kb_name is not None:
+            return self.signals.revert_kb(self._kb(kb_name, caller).kb_id, who)
+        if signal_id is None:
+            raise InputError("name a record or a knowledge base")
+        return int(self.signals.revert(signal_id, who))
 
     # ---- background ingestion ----------------------------------------------------------
     @cached_property
@@ -377,7 +402,8 @@ class Workspace:
 
     @cached_property
     def retrieval(self) -> RetrievalPipeline:
-        return RetrievalPipeline(self.store, self.embedder, self.reranker, find_document=self._find_document)
+        return RetrievalPipeline(self.store, self.embedder, self.reranker, find_document=self._find_document,
+                                 signals=self.signals)
 
     def _find_document(self, name: str, filters: SearchFilters) -> tuple[str, str] | None:
         """The document a lookup request names ("the biography file"), among those the filters

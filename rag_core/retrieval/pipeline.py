@@ -54,6 +54,7 @@ class RetrievalPipeline:
         embedder,
         reranker=None,
         find_document: Callable[[str, SearchFilters], tuple[str, str] | None] | None = None,
+        signals=None,
     ):
         self.store = store
         self.embedder = embedder
@@ -61,6 +62,7 @@ class RetrievalPipeline:
         # (name, filters) -> (kb_id, doc_id) of a document the caller may see, or None.
         # The registry holds each document's tenant and ACL, so the check happens there.
         self.find_document = find_document
+        self.signals = signals  # feedback that promotes/demotes passages (feedback_signals.py)
 
     def run(
         self,
@@ -115,6 +117,10 @@ class RetrievalPipeline:
             dropped = len(cands) - len(kept)
             cands = kept
         # After the threshold (it judges relevance alone), before MMR and the cut to top_k.
+        if self.signals is not None and cands:
+            t = time.perf_counter()
+            cands = self.signals.adjust(pq.text, cands, sr.query_vector)
+            timings["feedback"] = (time.perf_counter() - t) * 1000
         cands = apply_recency(cands, settings.recency_half_life_days)
         if use_mmr and len(cands) > top_k:
             t = time.perf_counter()

@@ -17,6 +17,7 @@ Mode = Literal["hybrid", "keyword", "vector"]
 class SearchResult:
     results: list[ScoredChunk]
     timings_ms: dict[str, float] = field(default_factory=dict)
+    query_vector: np.ndarray | None = None  # the question's embedding, when the search made one
 
 
 def candidate_search(
@@ -48,8 +49,8 @@ def candidate_search(
         t = time.perf_counter()
         res = store.vector_search(query_vector, k, filters)
         timings["vector"] = (time.perf_counter() - t) * 1000
-        return SearchResult(res, timings)
+        return SearchResult(res, timings, query_vector)
     res = store.hybrid_search(
         query, query_vector, k, filters, alpha=alpha, fusion=fusion, overfetch=overfetch, timings=timings
     )
-    return SearchResult(res, timings)
+    return SearchResult(res, timings, query_vector)
