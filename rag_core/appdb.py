@@ -102,6 +102,7 @@ def _kb_from_row(r) -> KnowledgeBase:
         acl_groups=json.loads(r["acl_groups"]),
         created_at=r["created_at"],
         owners=json.loads(r["owners"]),
+        retention_days=int(r["retention_days"] or 0),
     )
 
 
@@ -133,6 +134,7 @@ class AppDB:
         self.db = db
         _migrate_kbs(db)
         db.executescript(SCHEMA)
+        db.add_columns("kbs", {"retention_days": "INTEGER NOT NULL DEFAULT 0"})
         db.add_columns("documents", {"lease_owner": "TEXT", "lease_until": "REAL", "doc_date": "TEXT",
                                      "date_source": "TEXT"})
         self.leases = Leases.of(db, lease_seconds)
@@ -183,10 +185,10 @@ class AppDB:
             self._check_free(name, visible_to)
             c.execute(
                 "INSERT INTO kbs (kb_id, name, description, instructions, grounded_only, retrieval, tenant, "
-                "acl_users, acl_groups, created_at, owners) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                "acl_users, acl_groups, created_at, owners, retention_days) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (kb.kb_id, kb.name, kb.description, kb.instructions, int(kb.grounded_only),
                  json.dumps(asdict(kb.retrieval)), kb.tenant, json.dumps(kb.acl_users), json.dumps(kb.acl_groups),
-                 kb.created_at, json.dumps(kb.owners)),
+                 kb.created_at, json.dumps(kb.owners), int(kb.retention_days)),
             )
         return kb
 
@@ -198,7 +200,7 @@ class AppDB:
                 self._check_free(name, visible_to, kb.kb_id)
             c.execute(
                 "UPDATE kbs SET name=?, description=?, instructions=?, grounded_only=?, retrieval=?,"
-                " tenant=?, acl_users=?, acl_groups=?, owners=? WHERE kb_id=?",
+                " tenant=?, acl_users=?, acl_groups=?, owners=?, retention_days=? WHERE kb_id=?",
                 (
                     name,
                     kb.description,
@@ -209,6 +211,7 @@ class AppDB:
                     json.dumps(sorted(set(kb.acl_users))),
                     json.dumps(sorted(set(kb.acl_groups))),
                     json.dumps(sorted(set(kb.owners))),
+                    int(kb.retention_days),
                     kb.kb_id,
                 ),
             )

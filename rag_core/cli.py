@@ -99,6 +99,8 @@ def cmd_kb_update(args) -> int:
     if args.rename:
         changes["name"] = args.rename
     caller = _caller(args, ws)
+    if args.retention_days is not None:
+        changes["retention_days"] = args.retention_days
     if args.recency_half_life is not None:
         from dataclasses import replace
 
@@ -196,6 +198,44 @@ def cmd_date(args) -> int:
     ws = _workspace(args)
     doc = ws.set_document_date(args.kb, args.doc_id, args.date, caller=_caller(args, ws))
     _emit(args, {"doc_id": doc.doc_id, "date": doc.date}, f"{doc.source} is now dated {doc.date}")
+    return 0
+
+
+def cmd_privacy(args) -> int:
+    """Retention, a user's own questions, an admin's export and erasure (rag_core/privacy.py)."""
+    ws = _workspace(args)
+    caller = _caller(args, ws)
+    if args.privacy_cmd == "purge":
+        n = ws.purge_expired()
+        _emit(args, {"deleted_questions": n}, f"{n} logged question(s) past retention deleted")
+    elif args.privacy_cmd == "forget-mine":
+        n = ws.delete_my_questions(caller=caller)
+        _emit(args, {"deleted_questions": n}, f"{n} of your logged question(s) deleted")
+    elif args.privacy_cmd == "export":
+        data = ws.export_user_data(args.of, caller=caller)
+        Path(args.out).write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+        _emit(args, {"out": args.out, "questions": len(data["questions"]), "conversations": len(data["conversations"])},
+              f"{len(data['questions'])} question(s), {len(data['conversations'])} conversation(s) → {args.out}")
+    else:
+        res = ws.erase_user_data(args.of, caller=caller)
+        _emit(args, res, f"erased {res['questions']} question(s) and {res['conversations']} conversation(s) of {args.of}")
+    return 0
+
+
+def cmd_learned(args) -> int:
+    """What feedback taught retrieval: review (owners, admins) and revert (admins)."""
+    ws = _workspace(args)
+    caller = _caller(args, ws)
+    if args.learned_cmd == "list":
+        recs = ws.feedback_signals(caller=caller)
+        rows = [{"id": r.signal_id, "kb_id": r.kb_id, "chunk_id": r.chunk_id, "judgement": r.judgement,
+                 "user": r.user, "ts": r.ts, "active": r.active, "reverted_by": r.reverted_by} for r in recs]
+        human = "\n".join(f"{r['id']}\t{'+' if r['judgement'] > 0 else '-'}\t{r['chunk_id']}\t{r['user'] or ''}"
+                           f"\t{'active' if r['active'] else 'reverted by ' + str(r['reverted_by'])}" for r in rows)
+        _emit(args, rows, human or "nothing learnt from feedback yet")
+    else:
+        n = ws.revert_feedback(caller=caller, signal_id=args.id, kb_name=args.kb)
+        _emit(args, {"reverted": n}, f"{n} record(s) reverted")
     return 0
 
 
@@ -556,6 +596,8 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("--allow-users", default=None, help="replaces the readers list; '' = none")
     u.add_argument("--allow-groups", default=None, help="replaces the reader groups; '' = none")
     u.add_argument("--owners", default=None, help="replaces the owners list (co-owners)")
+    u.add_argument("--retention-days", type=int, default=None, metavar="DAYS",
+                   help="keep questions asked here (and their feedback) this many days; 0 = until deleted")
     u.add_argument("--recency-half-life", type=float, default=None, metavar="DAYS",
                    help="prefer newer documents: relevance blended with 0.5^(age/DAYS); 0 = off (the default)")
     u.set_defaults(func=cmd_kb_update)
@@ -572,6 +614,27 @@ def build_parser() -> argparse.ArgumentParser:
     ing.add_argument("--date", default=None, metavar="YYYY-MM-DD",
                      help="the documents' date (else what each file states, else the upload day)")
     ing.set_defaults(func=cmd_ingest)
+
+    pv = sub.add_parser("privacy", help="retention and users' data", parents=[common])
+    pv_sub = pv.add_subparsers(dest="privacy_cmd", required=True)
+    pv_sub.add_parser("purge", help="delete logged questions past their knowledge bases' retention", parents=[common])
+    pv_sub.add_parser("forget-mine", help="delete your own logged questions and their feedback", parents=[common])
+    pe = pv_sub.add_parser("export", help="everything stored about a user, as JSON (yourself, or anyone: admins)",
+                           parents=[common])
+    pe.add_argument("--of", required=True, help="the user")
+    pe.add_argument("--out", required=True)
+    pr = pv_sub.add_parser("erase", help="erase a user's log, feedback and conversations: admins", parents=[common])
+    pr.add_argument("--of", required=True, help="the user")
+    pv.set_defaults(func=cmd_privacy)
+
+    le = sub.add_parser("learned", help="what feedback taught retrieval", parents=[common])
+    le_sub = le.add_subparsers(dest="learned_cmd", required=True)
+    le_sub.add_parser("list", help="records of the knowledge bases you own (admins: all)", parents=[common])
+    lr = le_sub.add_parser("revert", help="undo one record (--id) or a knowledge base's (--kb): admins",
+                           parents=[common])
+    lr.add_argument("--id", type=int, default=None)
+    lr.add_argument("--kb", default=None)
+    le.set_defaults(func=cmd_learned)
 
     dt = sub.add_parser("date", help="change a document's date: owners and admins", parents=[common])
     dt.add_argument("--kb", required=True)

@@ -46,6 +46,9 @@ class KnowledgeBase:
     created_at: float = field(default_factory=time.time)
     # Who may change it (rag_core/access.py): the creator, and co-owners they name.
     owners: list[str] = field(default_factory=list)
+    # Days the query log and feedback of questions asked here are kept (0: kept until deleted);
+    # rag_core/privacy.py deletes older rows.
+    retention_days: int = 0
 
 
 @dataclass

@@ -3,6 +3,7 @@ embedder and ingestor, created once and reused (the app caches a Workspace per d
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
@@ -33,6 +34,25 @@ class Workspace:
         self.store = make_store(self.settings, self.db)
         self.feedback = FeedbackLog(self.db)
         self._backfill_dates()
+        self._purged_at = 0.0
+        self._signals_schema()
+        self.purge_expired()
+
+    def _signals_schema(self) -> None:
+        self.signals  # noqa: B018 - creates its table, which retention's deletes cascade into
+
+    def purge_expired(self) -> int:
+        """Delete logged questions past their knowledge bases' retention (rag_core/privacy.py)."""
+        from .privacy import purge_expired
+
+        self._purged_at = time.time()
+        return purge_expired(self.db, {kb.kb_id: kb.retention_days for kb in self.appdb.list_kbs()})
+
+    def _maybe_purge(self) -> None:
+        from .privacy import PURGE_EVERY_S
+
+        if time.time() - self._purged_at > PURGE_EVERY_S:
+            self.purge_expired()
 
     def _backfill_dates(self) -> None:
         """Data folders from before document dates: each document's chunks get its date (the
@@ -107,13 +127,15 @@ class Workspace:
         documents already in it too: the policy reads the knowledge base at every question."""
         kb = self.writable_kb(name_or_id, caller=caller)
         allowed = {"name", "description", "instructions", "grounded_only", "retrieval", "acl_users", "acl_groups",
-                   "owners"}
+                   "owners", "retention_days"}
         if caller.admin:
             allowed.add("tenant")  # moving a knowledge base between tenants is an admin's call
         unknown = set(changes) - allowed
         if unknown:
             raise PermissionDenied(f"cannot change {', '.join(sorted(unknown))} here")
         new = replace(kb, **changes)
+        if new.retention_days < 0:
+            raise InputError("retention is a number of days ≥ 0 (0 = keep until deleted)")
         if new.owners != kb.owners and not new.owners and not caller.admin:
             raise InputError("a knowledge base keeps at least one owner")
         self.appdb.update_kb(new, lambda other: access.can_see(caller, other))
@@ -190,8 +212,32 @@ class Workspace:
         can see."""
         from .feedback import CallerFeedback
 
+        self._maybe_purge()
         return CallerFeedback(self.feedback, caller, {kb.kb_id: kb.name for kb in self.list_kbs(caller=caller)},
                               on_rated=self.signals.learn)
+
+    # ---- privacy (rag_core/privacy.py) ----------------------------------------------------
+    def delete_my_questions(self, *, caller: Caller) -> int:
+        """The caller's own logged questions, with their feedback and what it taught."""
+        from .privacy import delete_user_questions
+
+        return delete_user_questions(self.db, caller.user)
+
+    def export_user_data(self, user: str | None, *, caller: Caller) -> dict:
+        """Everything stored about `user` (their own, or any user's for an admin)."""
+        from .privacy import export_user
+
+        if not caller.admin and user != caller.user:
+            raise PermissionDenied("only an admin may export another user's data")
+        return export_user(self.db, user)
+
+    def erase_user_data(self, user: str | None, *, caller: Caller) -> dict:
+        """An admin erases a user's log, feedback, learnt records and conversations."""
+        from .privacy import erase_user
+
+        if not caller.admin:
+            raise PermissionDenied("only an admin may erase a user's data")
+        return erase_user(self.db, user)
 
     @cached_property
     def signals(self):

@@ -66,6 +66,7 @@ class KnowledgeBaseUpdate(Strict):
     allow_users: list[str] | None = None
     allow_groups: list[str] | None = None
     owners: list[str] | None = None
+    retention_days: int | None = Field(default=None, ge=0, le=36500, description="query-log retention; 0 = keep")
 
 
 class FeedbackRequest(Strict):

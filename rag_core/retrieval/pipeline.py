@@ -111,17 +111,21 @@ class RetrievalPipeline:
             cands = self.reranker.rerank(pq.text, cands[:RERANK_DEPTH]) + cands[RERANK_DEPTH:]
             timings["rerank"] = (time.perf_counter() - t) * 1000
         dropped = 0
+        head = reranked  # candidates on the reranker's scale; those after it are on the fused one
         if settings.score_threshold > 0 and cands:
             rel = relevance(cands, reranked)
-            kept = [c for c, r in zip(cands, rel) if r >= settings.score_threshold]
-            dropped = len(cands) - len(kept)
-            cands = kept
+            keep = [r >= settings.score_threshold for r in rel]
+            head = sum(keep[:reranked])
+            dropped = len(cands) - sum(keep)
+            cands = [c for c, k in zip(cands, keep) if k]
         # After the threshold (it judges relevance alone), before MMR and the cut to top_k.
+        # Each re-sorts within one score scale: reranked probabilities and fused scores are
+        # not comparable, so the reranked head stays ahead of the tail.
         if self.signals is not None and cands:
             t = time.perf_counter()
-            cands = self.signals.adjust(pq.text, cands, sr.query_vector)
+            cands = _per_scale(lambda cs: self.signals.adjust(pq.text, cs, sr.query_vector), cands, head)
             timings["feedback"] = (time.perf_counter() - t) * 1000
-        cands = apply_recency(cands, settings.recency_half_life_days)
+        cands = _per_scale(lambda cs: apply_recency(cs, settings.recency_half_life_days), cands, head)
         if use_mmr and len(cands) > top_k:
             t = time.perf_counter()
             cands = self._mmr(cands, top_k, settings.mmr_lambda)
@@ -149,6 +153,13 @@ class RetrievalPipeline:
         kb_id, doc_id = found
         res = [ScoredChunk(c, 1.0, {"lookup": 1.0}) for c in self.store.document_chunks(kb_id, doc_id)]
         return fit_budget(res, settings.context_tokens, keep_order=True), len(res)
+
+
+def _per_scale(reorder, cands: list[ScoredChunk], head: int) -> list[ScoredChunk]:
+    """`reorder` applied to the reranked head and to the rest apart (0 < head < len: both)."""
+    if 0 < head < len(cands):
+        return reorder(cands[:head]) + reorder(cands[head:])
+    return reorder(cands)
 
 
 def relevance(cands: list[ScoredChunk], reranked: int = 0) -> list[float]:
