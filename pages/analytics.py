@@ -172,3 +172,62 @@ with right:
 export = df.drop(columns=["ts", "kb_ids", "kb_list", "rated_ts"]).to_csv(index=False).encode()
 st.download_button("Download these answers and feedback (CSV)", export, file_name="groundwork-feedback.csv",
                    mime="text/csv")
+
+# ---- what is missing ---------------------------------------------------------------------
+st.subheader("What to upload next")
+st.caption("Questions the knowledge bases could not answer or whose answers were rated down, grouped by topic "
+           + ("(everyone's: you are an admin)." if me.admin else "(your own questions)."))
+report = ws.gap_report(df, caller=me)
+prec = report["precision"]
+if prec["precision_at_5"] is None:
+    st.caption("Precision of cited passages: not enough feedback yet (thumbs up, or thumbs down for "
+               "'wrong source' / 'not in my documents').")
+else:
+    st.metric("Cited passages relevant (precision@5, from feedback)", f"{prec['precision_at_5']:.0%}",
+              help=f"From {prec['judged_answers']} rated answers; 95% interval {prec['low']:.0%}–{prec['high']:.0%}.")
+topics = report["topics"]
+if topics.empty:
+    st.caption("Nothing unanswered in this range.")
+else:
+    st.dataframe(topics, hide_index=True, width="stretch", column_config={
+        "first": st.column_config.DatetimeColumn(format="YYYY-MM-DD"),
+        "last": st.column_config.DatetimeColumn(format="YYYY-MM-DD")})
+    st.download_button("Download the topics (CSV)", topics.to_csv(index=False).encode(),
+                       file_name="groundwork-gaps.csv", mime="text/csv")
+st.subheader("Needs a person")
+follow = report["follow_ups"]
+if follow.empty:
+    st.caption("No rated-down answer with a comment and no topic abstained on repeatedly.")
+else:
+    st.dataframe(follow, hide_index=True, width="stretch")
+    st.download_button("Download the follow-up list (CSV)", follow.to_csv(index=False).encode(),
+                       file_name="groundwork-follow-ups.csv", mime="text/csv")
+
+# ---- what feedback taught retrieval, and your data -----------------------------------------
+learnt = ws.feedback_signals(caller=me)
+if learnt:
+    with st.expander(f"What feedback taught retrieval ({sum(r.active for r in learnt)} active records)",
+                     icon=":material/school:"):
+        st.caption("A thumbs up promotes the cited passages for similar questions; a thumbs down for 'wrong source' "
+                   "or 'not in my documents' demotes them. The effect is bounded, fades over months and stays in "
+                   "its knowledge base." + (" Admins can revert a record." if me.admin else ""))
+        st.dataframe(pd.DataFrame([{"id": r.signal_id, "judgement": "promote" if r.judgement > 0 else "demote",
+                                    "passage": r.chunk_id, "by": r.user, "when": pd.to_datetime(r.ts, unit="s"),
+                                    "active": r.active} for r in learnt]), hide_index=True, width="stretch")
+        if me.admin:
+            rid = st.number_input("Record id to revert", min_value=0, step=1, value=0)
+            if st.button("Revert record", disabled=rid == 0):
+                ws.revert_feedback(caller=me, signal_id=int(rid))
+                st.rerun()
+
+with st.expander("Your data", icon=":material/privacy_tip:"):
+    st.caption("Stored for each question: who asked, when, the question, the answer with its citations and scores, "
+               "and your rating and comment. A knowledge base's owner may set a retention period after which these "
+               "are deleted.")
+    st.download_button("Download my data (JSON)", lambda: json.dumps(ws.export_user_data(me.user, caller=me),
+                                                                      default=str, indent=1),
+                       file_name="groundwork-my-data.json", mime="application/json", on_click="ignore")
+    if st.button("Delete my logged questions", icon=":material/delete:"):
+        n = ws.delete_my_questions(caller=me)
+        st.toast(f"Deleted {n} logged question(s) and their feedback.")
+        st.rerun()

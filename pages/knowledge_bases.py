@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import streamlit as st
 
 from pages.common import caller, friendly_errors, kb_names, workspace
@@ -63,6 +65,18 @@ def api_keys_section() -> None:
                     with friendly_errors("Revoking"):
                         keys.revoke(victim, by=me)
                         st.rerun()
+    with st.expander("A user's data (admins)"):
+        st.caption("Export everything stored about a user (questions, answers, ratings, conversations), or erase it. "
+                   "Erasing does not revoke their API keys: revoke those above.")
+        who = st.text_input("User", key="privacy_user")
+        if who.strip():
+            st.download_button("Export (JSON)", lambda: json.dumps(ws.export_user_data(who.strip(), caller=me),
+                                                                   default=str, indent=1),
+                               file_name=f"groundwork-{who.strip()}.json", mime="application/json", on_click="ignore")
+            if st.button("Erase this user's data", key="privacy_erase", type="primary"):
+                with friendly_errors("Erasing"):
+                    res = ws.erase_user_data(who.strip(), caller=me)
+                    st.toast(f"Erased {res['questions']} question(s) and {res['conversations']} conversation(s).")
 
 
 names = kb_names()
@@ -92,6 +106,10 @@ with st.form(f"edit_{kb.kb_id}"):
     grounded = st.toggle("Grounded-only answers", kb.grounded_only,
                          help="Every sentence must be supported by the sources; unsupported sentences are removed, "
                          "or the assistant says it does not know.")
+    retention = st.number_input(
+        "Keep questions asked here for (days)", 0, 36500, int(kb.retention_days), 30,
+        help="The query log and feedback of questions asked in this knowledge base are deleted after this many "
+        "days (0 = kept until a user or an admin deletes them).")
     st.subheader("Retrieval")
     r = kb.retrieval
     c1, c2 = st.columns(2)
@@ -145,7 +163,7 @@ with st.form(f"edit_{kb.kb_id}"):
         with friendly_errors("Saving"):
             saved = ws.update_kb(
                 kb.kb_id, caller=me, name=new_name, description=description, instructions=instructions,
-                grounded_only=grounded,
+                grounded_only=grounded, retention_days=int(retention),
                 retrieval=RetrievalSettings(top_k=top_k, alpha=alpha, fusion=fusion, rerank=rerank, mmr_lambda=mmr,
                                             score_threshold=threshold, context_tokens=int(budget),
                                             recency_half_life_days=float(recency)),

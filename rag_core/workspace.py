@@ -35,11 +35,10 @@ class Workspace:
         self.feedback = FeedbackLog(self.db)
         self._backfill_dates()
         self._purged_at = 0.0
-        self._signals_schema()
+        # the tables retention's deletes reach (learnt records cascade, thread links are cut)
+        self.signals  # noqa: B018
+        self.threads  # noqa: B018
         self.purge_expired()
-
-    def _signals_schema(self) -> None:
-        self.signals  # noqa: B018 - creates its table, which retention's deletes cascade into
 
     def purge_expired(self) -> int:
         """Delete logged questions past their knowledge bases' retention (rag_core/privacy.py)."""
@@ -215,6 +214,15 @@ class Workspace:
         self._maybe_purge()
         return CallerFeedback(self.feedback, caller, {kb.kb_id: kb.name for kb in self.list_kbs(caller=caller)},
                               on_rated=self.signals.learn)
+
+    def gap_report(self, frame=None, *, caller: Caller) -> dict:
+        """What the knowledge bases are missing (rag_core/gaps.py), over the analytics frame this
+        caller may see (its own questions; an admin: everyone's) or the slice of it given."""
+        from .gaps import follow_ups, gap_topics, precision_estimate
+
+        df = self.feedback_for(caller=caller).frame() if frame is None else frame
+        topics = gap_topics(df, embed=self.embedder.embed_array)
+        return {"topics": topics, "precision": precision_estimate(df), "follow_ups": follow_ups(df, topics)}
 
     # ---- privacy (rag_core/privacy.py) ----------------------------------------------------
     def delete_my_questions(self, *, caller: Caller) -> int:
