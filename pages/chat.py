@@ -15,6 +15,7 @@ import streamlit as st
 from pages.common import caller, friendly_errors, selected_kbs, workspace
 from rag_core.errors import GroundworkError
 from rag_core.feedback import REASONS
+from rag_core.grounding.conflicts import conflict_note
 from rag_core.models import Answer, Citation
 from rag_core.render import answer_markdown, escape_md, marker_text, plain_answer, timing_markdown
 
@@ -253,6 +254,10 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
                         show_source(c, as_citation=False)
     else:
         st.markdown(answer_markdown(answer))
+        for cf in answer.conflicts:
+            # document text and file names: escaped like every other Markdown they reach
+            st.warning(escape_md(conflict_note(cf)) + " Check both before relying on either.",
+                       icon=":material/compare_arrows:")
         st.caption(badge(answer) + ("  ·  :material/warning: marks sentences the sources do not fully support" if any(
             c.label != "supported" for c in answer.claims) else ""))
         if answer.revised:

@@ -395,6 +395,10 @@ def cmd_ask(args) -> int:
         for s in a.suggestions:
             print(f"  - {s}")
         return 0
+    for cf in a.conflicts:
+        from .grounding.conflicts import conflict_note
+
+        print(f"\nnote: {conflict_note(cf)}")
     print()
     for c in a.citations:
         print(f"[{c.n}] {c.source}, page {c.page}" + (f" ({c.date})" if c.date else "")

@@ -259,6 +259,10 @@ class Answer:
     # On an abstention: the passages nearest to answering (they mention the topic but do not
     # answer it), for a person to judge. Never citations: not styled, scored or logged as an answer.
     closest: list[Citation] = field(default_factory=list)
+    # Sources that state different values for what was asked (grounding/conflicts.py): each
+    # {"kind", "sides": [{"n", "doc_id", "source", "date", "text", "values"}, ...]}; both
+    # sides are cited in the text.
+    conflicts: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

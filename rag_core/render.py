@@ -99,6 +99,10 @@ def plain_answer(answer: Answer) -> str:
         lines += [f"[{c.n}] {c.source}, page {c.page}" + (f" ({c.section})" if c.section else "")
                   + (f", {c.date}" if c.date else "")
                   for c in answer.citations]
+    if answer.conflicts:
+        from .grounding.conflicts import conflict_note
+
+        lines += ["", *(conflict_note(cf) for cf in answer.conflicts)]
     return "\n".join(lines)
 
 

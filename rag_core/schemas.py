@@ -49,6 +49,7 @@ class AnswerOut(BaseModel):
     invalid_citations: int = 0
     timings_ms: dict[str, float] = Field(default_factory=dict)
     closest: list[CitationOut] = Field(default_factory=list)
+    conflicts: list[dict[str, Any]] = Field(default_factory=list)
 
     @classmethod
     def of(cls, a: Answer, id: Any = None, **extra: Any) -> AnswerOut:
@@ -56,7 +57,8 @@ class AnswerOut(BaseModel):
                    citations=[CitationOut.of(c) for c in a.citations], grounding_score=a.grounding_score,
                    answers_question=a.answers_question, confidence=a.confidence, evidence_score=a.evidence_score,
                    mode=a.mode, claims=[c.to_dict() for c in a.claims], invalid_citations=a.invalid_citations,
-                   timings_ms=a.timings_ms, closest=[CitationOut.of(c) for c in a.closest], **extra)
+                   timings_ms=a.timings_ms, closest=[CitationOut.of(c) for c in a.closest], conflicts=a.conflicts,
+                   **extra)
 
 
 def kb_row(kb) -> dict[str, Any]:

@@ -51,7 +51,8 @@ from ..text.fusion import RRF_K
 from ..text.tokens import count_tokens
 from .condense import condense as condense_offline
 from .extractive import Evidence as Reading
-from .extractive import ExtractiveAnswerer
+from .extractive import SELECTION_FEATURES, ExtractiveAnswerer
+from ..grounding.conflicts import ANSWERS_MIN, asked_kind, conflict_record, find_conflicts, values
 from .prompts import CONDENSE_PROMPT, HYDE_PROMPT, RELEVANCE_TASK, VERIFY_PROMPT, neutralise, system_prompt, user_message
 
 log = logging.getLogger(__name__)
@@ -156,6 +157,7 @@ class AnswerEngine:
         self.locate_page = locate_page
         self.retrieval = retrieval
         self.embedder = embedder
+        self.store = store
         self.settings = settings
         self.chat = chat
         idf = getattr(store, "idf", None)
@@ -346,6 +348,24 @@ class AnswerEngine:
                 replace(ctx, turn=turn), "the language model found no answer to the question in the retrieved passages"))
             return
 
+        # Conflicting sources: the rival's sentence joins the answer with its own citation, so
+        # both sides are cited; which side says what, dated, is listed with the answer.
+        conflicts = []
+        if not ctx.lookup_source:
+            t = time.perf_counter()
+            conflicts, sources = self._conflicts(turn, ctx.reading, sources)
+            turn = _timed(turn, conflicts=_ms(t))
+        for cf in conflicts:
+            for si, text in ((cf.lead, cf.lead_text), (cf.rival, cf.rival_text)):
+                if text in _MARKERS.sub("", draft) and f"[{si + 1}]" in draft:
+                    continue  # already said and cited (an LLM may have cited another passage)
+                m = re.match(r"(.*?)([.!?…]+[\"'”’)]*)$", text)
+                added = f"{m.group(1)} [{si + 1}]{m.group(2)}" if m else f"{text} [{si + 1}]"
+                draft = f"{draft.rstrip()} {added}"
+                if snippets is not None:
+                    snippets[si + 1] = (snippets.get(si + 1, "") + " " + text).strip()
+                yield AnswerEvent("token", " " + added)
+
         yield AnswerEvent("status", CHECKING)
         t = time.perf_counter()
         question = turn.standalone
@@ -431,6 +451,7 @@ class AnswerEngine:
         turn = _timed(turn, verify=_ms(t), total=_ms(turn.t0))
         reading = ctx.reading
         self._place_pages(res.citations, sources)
+        shown = [conflict_record(cf, sources, res.mapping) for cf in conflicts]
         yield AnswerEvent("answer", answer=Answer(
             question=turn.req.question, text=res.text, citations=res.citations, claims=claims,
             grounding_score=grounding, answers_question=aq, confidence=confidence(grounding, aq), abstained=False,
@@ -438,10 +459,49 @@ class AnswerEngine:
             evidence_score=round(reading.best if reading else 0.0, 4),
             mode="extractive" if "llm_error" in turn.models or self.chat is None else "llm",
             models=turn.models, timings_ms=turn.timings, standalone_question=turn.standalone, revised=revised, auto_cited=auto_cited,
-            below_threshold=ctx.below_threshold,
+            below_threshold=ctx.below_threshold, conflicts=[c for c in shown if c],
         ))
 
     # ---- helpers ---------------------------------------------------------------------
+    def _conflicts(self, turn: Turn, reading: Reading | None, sources: list[ScoredChunk]):
+        """(conflicts, sources): the answer's passages may leave out the other version of a
+        document (MMR drops near-duplicates as redundant; extractive mode reads the top few), so
+        the lead sentence is also looked up by keywords, within the caller's filters: passages
+        of other documents found that way are read and, if one conflicts, join the sources so
+        it can be cited."""
+        if reading is None or not reading.cands:
+            return [], sources
+        col = SELECTION_FEATURES.index("reader_logit")
+        cands, probs = list(reading.cands), list(reading.probs)
+        rprobs = list(self.reader.calibration["answers"](reading.features[:, col]))
+        lead = max(range(len(cands)), key=lambda i: probs[i])
+        lead_text = cands[lead][2]
+        if rprobs[lead] < ANSWERS_MIN or not (asked_kind(turn.standalone) or values(lead_text, "number")
+                                               or values(lead_text, "date")):
+            return [], sources  # nothing a second document could state differently
+        lead_doc = sources[cands[lead][0]].chunk.doc_id
+        read = {si for si, _, _ in cands}
+        seen = {s.chunk.chunk_id for s in sources}
+        extra = [r for r in self.store.keyword_search(lead_text, RIVAL_SEARCH, turn.req.filters)
+                 if r.chunk.chunk_id not in seen and r.chunk.doc_id != lead_doc]
+        pool = list(sources) + extra
+        # other documents' passages not read yet: retrieved but past the reading's depth, or found now
+        to_read = [i for i in range(len(pool)) if i not in read and pool[i].chunk.doc_id != lead_doc]
+        if to_read:
+            more = self.extractive.read(turn.standalone, [pool[i] for i in to_read], max_passages=len(to_read))
+            cands += [(to_read[si], k, text) for si, k, text in more.cands]
+            probs += [0.0] * len(more.cands)  # never the lead: the answer already has one
+            rprobs += list(self.reader.calibration["answers"](more.features[:, col])) if more.cands else []
+        found = find_conflicts(turn.standalone, cands, probs, rprobs, [s.chunk.doc_id for s in pool], self.reader)
+        if not found:
+            return [], sources
+        # keep the sources the answer had, plus those a conflict cites (renumbered in order)
+        need = sorted({cf.rival for cf in found if cf.rival >= len(sources)})
+        new_index = {old: len(sources) + i for i, old in enumerate(need)}
+        for cf in found:
+            cf.rival = new_index.get(cf.rival, cf.rival)
+        return found, sources + [pool[i] for i in need]
+
     def _place_pages(self, citations: list[Citation], sources: list[ScoredChunk]) -> None:
         if self.locate_page is None:
             return
@@ -559,6 +619,10 @@ _TIP_NOISE = set("""think thinks know mean means meant equal equals equivalent w
 makes want need needs way ways happen happens possible thing things something anything really actually also just
 like called call say says said seem seems show shows find tell explain describe example kind sort type
 anyone someone everyone anybody somebody everybody nobody people person""".split())
+
+
+RIVAL_SEARCH = 5  # passages looked up by the lead sentence's words, for another version of it
+_MARKERS = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
 
 
 def _rrf_merge(lists: list[list[ScoredChunk]], k: int) -> list[ScoredChunk]:
