@@ -451,3 +451,25 @@ def test_weakest_answers_lists_only_weak_ones(data_dir, tmp_path):
     assert any("How hot is the lava" in x for x in labels)
     assert not any("How many volcanoes" in x for x in labels)
     ws.close()
+
+
+def test_upload_page_shows_and_edits_a_documents_date_and_chat_filters_by_it(data_dir, tmp_path):
+    import datetime
+
+    ws = seed(data_dir, tmp_path)
+    doc = ws.list_documents("Geo", caller=Caller.operator())[0]
+    at = app().run()
+    at.switch_page("pages/upload.py").run()
+    assert not at.exception
+    picker = next(d for d in at.date_input if d.key == f"date_{doc.doc_id}")
+    assert picker.value == datetime.date.fromisoformat(doc.date) and "upload day" in picker.label
+    picker.set_value(datetime.date(2019, 3, 4)).run()
+    assert not at.exception
+    saved = ws.list_documents("Geo", caller=Caller.operator())[0]
+    assert (saved.date, saved.date_source) == ("2019-03-04", "set")
+    at.switch_page("pages/chat.py").run()
+    next(d for d in at.date_input if d.key == "scope_after").set_value(datetime.date(2020, 1, 1)).run()
+    at.chat_input[0].set_value("How many volcanoes does Iceland have?").run()
+    assert not at.exception
+    assert any("dated 2020-01-01" in c.value for c in at.caption)
+    assert not any("130" in m.value for m in at.markdown if "Iceland" in m.value)  # the only document is older

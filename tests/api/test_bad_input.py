@@ -109,9 +109,32 @@ def test_unknown_endpoint_and_wrong_method_are_json(client):
     assert r.status_code == 405 and r.json()["error"]["code"] == "method_not_allowed"
 
 
-def test_dates_are_refused_clearly_until_documents_have_dates(client):
-    r = client("alice").post(QUERY, json={"question": "hi", "knowledge_bases": ["handbook"], "after": "2026-01-01"})
-    assert r.status_code == 400 and r.json()["error"]["code"] == "not_supported"
+def test_document_dates_filter_query_and_search_and_owners_edit_them(client):
+    alice = client("alice")
+    docs = alice.get("/v1/knowledge-bases/handbook/documents").json()["data"]
+    doc = next(d for d in docs if d["source"] == "handbook.md")
+    assert doc["date"] and doc["date_source"] == "upload"
+    r = alice.post(QUERY, json={"question": "hi", "knowledge_bases": ["handbook"], "after": "next week"})
+    assert r.status_code == 400 and "YYYY-MM-DD" in r.json()["error"]["message"]
+    url = f"/v1/knowledge-bases/handbook/documents/{doc['doc_id']}"
+    assert client("alice_read").patch(url, json={"date": "2020-05-01"}).status_code == 403  # read scope
+    assert client("bob").patch(url, json={"date": "2020-05-01"}).status_code == 403  # a reader, not an owner
+    private = alice.get("/v1/knowledge-bases/alice-private/documents").json()["data"][0]["doc_id"]
+    r = client("bob").patch(f"/v1/knowledge-bases/alice-private/documents/{private}", json={"date": "2020-05-01"})
+    assert r.status_code == 404  # hidden reads like missing
+    r = alice.patch(url, json={"date": "2020-05-01"})
+    assert r.status_code == 200 and r.json()["date"] == "2020-05-01" and r.json()["date_source"] == "set"
+    q = {"question": "How many vacation days do staff get?", "knowledge_bases": ["handbook"]}
+    a = alice.post(QUERY, json={**q, "before": "2020-12-31"}).json()
+    assert not a["abstained"] and a["citations"][0]["date"] == "2020-05-01"
+    a = alice.post(QUERY, json={**q, "after": "2021-01-01"}).json()
+    assert a["abstained"] and not a["citations"]
+    s = alice.post("/v1/search", json={"query": "vacation days", "knowledge_bases": ["handbook"],
+                                       "after": "2021-01-01"}).json()
+    assert s["results"] == []
+    s = alice.post("/v1/search", json={"query": "vacation days", "knowledge_bases": ["handbook"],
+                                       "before": "2020-05-01"}).json()
+    assert s["results"] and s["results"][0]["date"] == "2020-05-01"
 
 
 def test_the_server_keeps_serving_after_all_that(api):
