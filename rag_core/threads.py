@@ -158,7 +158,12 @@ class ThreadStore:
             if not a.abstained:
                 lines.append(f"_Supported {a.grounding_score:.0%} · answers the question {a.answers_question:.0%} · "
                              f"confidence {a.confidence:.0%}_")
-                lines += [f"- [{c.n}] {c.source}, page {c.page}" for c in a.citations]
+                lines += [f"- [{c.n}] {c.source}, page {c.page}" + (f", {c.date}" if c.date else "")
+                          for c in a.citations]
+                if a.conflicts:
+                    from .grounding.conflicts import conflict_note
+
+                    lines += ["", *(f"> {conflict_note(cf)}" for cf in a.conflicts)]
             lines.append("")
         return "\n".join(lines)
 

@@ -90,14 +90,19 @@ SURFACES = {
     "ingest": ("write", lambda ws, c, t: ws.ingest(t.name, [_new_file(t)], caller=c)),
     "fill_vectors": ("write", lambda ws, c, t: ws.fill_vectors(t.name, caller=c)),
     "delete_document": ("write", lambda ws, c, t: ws.delete_document(t.name, t.doc_id, caller=c)),
+    "set_document_date": ("write", lambda ws, c, t: ws.set_document_date(t.name, t.doc_id, "2001-02-03", caller=c)),
     "submit_upload": ("write", lambda ws, c, t: ws.submit_upload(t.name, [("x.txt", b"intruder text")], caller=c)),
     "job": ("own", lambda ws, c, t: ws.job(t.job_id, caller=c)),
     "cancel_job": ("own", lambda ws, c, t: ws.cancel_job(t.job_id, caller=c)),
     "retry_with_password": ("own", lambda ws, c, t: ws.retry_with_password(t.job_id, "x.pdf", "pw", caller=c)),
 }
 # Methods scoped to the caller itself (no other party's object named): tested one by one below.
-CALLER_SCOPED = {"list_kbs", "create_kb", "conversations", "feedback_for", "last_kbs", "remember_kbs", "migrate_to"}
-NO_IDENTITY = {"close", "start_worker"}  # process lifecycle: reads and writes nobody's data
+CALLER_SCOPED = {"list_kbs", "create_kb", "conversations", "feedback_for", "last_kbs", "remember_kbs", "migrate_to",
+                 "gap_report", "feedback_signals", "revert_feedback", "delete_my_questions", "export_user_data",
+                 "erase_user_data"}
+# process lifecycle, and retention: it applies each knowledge base's own setting (an owner's
+# choice, made through update_kb), not a caller's request
+NO_IDENTITY = {"close", "start_worker", "purge_expired"}
 
 
 def public_methods() -> dict:
@@ -141,7 +146,7 @@ def world(tmp_path_factory):
 
 def snapshot(ws: Workspace, t: Target) -> tuple:
     kb = ws.appdb.find_kb(t.kb_id)
-    docs = [(d.doc_id, d.status) for d in ws.appdb.list_documents(t.kb_id, status=None)]
+    docs = [(d.doc_id, d.status, d.date) for d in ws.appdb.list_documents(t.kb_id, status=None)]
     job = tuple(ws.db.query_one("SELECT status, cancel FROM ingest_jobs WHERE job_id=?", (t.job_id,)))
     return kb, docs, ws.store.count(t.kb_id), job
 
@@ -234,6 +239,19 @@ def test_caller_scoped_surfaces(world, tmp_path):
     # migrating the whole folder is the operator's or an admin's
     with pytest.raises(PermissionDenied):
         ws.migrate_to(object(), caller=BOB)
+    # the gap report, learnt records and privacy tools: one's own, or an admin's
+    ws.feedback_for(caller=ALICE).rate(qid, 1)
+    assert "merger" not in ws.gap_report(caller=BOB)["topics"].to_csv()
+    assert ws.feedback_signals(caller=BOB) == [] and ws.feedback_signals(caller=CAROL) == []
+    assert ws.feedback_signals(caller=ALICE)  # she owns Alpha
+    for fn in (lambda: ws.revert_feedback(caller=ALICE, kb_name="Alpha"),
+               lambda: ws.export_user_data("alice", caller=BOB), lambda: ws.erase_user_data("alice", caller=BOB)):
+        with pytest.raises(PermissionDenied):
+            fn()
+    with pytest.raises(NotFound):
+        ws.revert_feedback(caller=OP, kb_name="Nope")
+    assert ws.delete_my_questions(caller=BOB) == 0
+    assert qid in set(ws.feedback_for(caller=OP).frame()["query_id"])  # Bob's deletion touched only his
     # creating a knowledge base with a hidden one's name succeeds (nothing revealed) and is Bob's
     own = Workspace(get_settings(tmp_path / "data"))
     own.create_kb("Merger Quokka", caller=ALICE, acl_users=["alice"])
@@ -285,6 +303,13 @@ CLI = {
     ("migrate",): ("admin", ["--to", "weaviate"]),
     ("eval", "beir"): ("self", ["{folder}"]),  # indexes into the caller's own knowledge base
     ("chunks",): ("read", ["--kb", "{kb}", "--out", "{out}"]),
+    ("date",): ("write", ["--kb", "{kb}", "{doc}", "2001-02-03"]),
+    ("learned", "list"): ("self", []),  # records of knowledge bases the caller owns (admins: all)
+    ("learned", "revert"): ("admin", ["--id", "1"]),
+    ("privacy", "forget-mine"): ("self", []),
+    ("privacy", "export"): ("self", ["--of", "x", "--out", "{out}"]),  # oneself, or anyone: admins
+    ("privacy", "erase"): ("admin", ["--of", "x"]),
+    ("privacy", "purge"): ("operator", []),  # applies the knowledge bases' own retention
     # The machine operator's tools: whoever runs them holds the data folder (its database);
     # --user/--groups/--tenant name the key's owner (tests/api, tests/test_api_keys.py).
     ("api-key", "create"): ("operator", ["--scope", "read"]),

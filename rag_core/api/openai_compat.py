@@ -77,7 +77,12 @@ def sources_block(a: Answer) -> str:
         return CLOSEST_HEADING + "\n".join(f"- {c.source}, page {c.page}" for c in a.closest)
     if not a.citations:
         return ""
-    return SOURCES_HEADING + "\n".join(f"[{c.n}] {c.source}, page {c.page}" for c in a.citations)
+    from ..grounding.conflicts import conflict_note
+
+    notes = "".join(f"\n\n{conflict_note(cf)}" for cf in a.conflicts)  # who says what, dated
+    # after the heading: a client sending the conversation back has it stripped with the sources
+    return SOURCES_HEADING + "\n".join(
+        f"[{c.n}] {c.source}, page {c.page}" + (f" ({c.date})" if c.date else "") for c in a.citations) + notes
 
 
 def _history(messages: list[ChatMessage]) -> tuple[str, list[tuple[str, str]]]:
