@@ -473,3 +473,16 @@ def test_upload_page_shows_and_edits_a_documents_date_and_chat_filters_by_it(dat
     assert not at.exception
     assert any("dated 2020-01-01" in c.value for c in at.caption)
     assert not any("130" in m.value for m in at.markdown if "Iceland" in m.value)  # the only document is older
+
+
+def test_knowledge_base_page_saves_retention_and_recency(data_dir, tmp_path):
+    seed(data_dir, tmp_path)
+    at = app().run()
+    at.switch_page("pages/knowledge_bases.py").run()
+    assert not at.exception
+    next(n for n in at.number_input if n.label.startswith("Keep questions")).set_value(30)
+    next(n for n in at.number_input if n.label.startswith("Prefer newer")).set_value(365)
+    next(b for b in at.button if b.label == "Save").click().run()
+    assert not at.exception
+    kb = Workspace(get_settings(data_dir)).get_kb("Geo", caller=Caller.operator())
+    assert kb.retention_days == 30 and kb.retrieval.recency_half_life_days == 365.0
