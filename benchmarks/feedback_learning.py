@@ -121,6 +121,8 @@ def main() -> None:
            "delta": {g: {k: round(after[g][k] - before[g][k], 4) for k in before[g]
                          if k not in ("questions", "answered_sample")}
                      for g in before}}
+    out = Path(__file__).resolve().parent / "results" / f"feedback_learning_{args.mode}.json"
+    out.write_text(json.dumps(rec, indent=1) + "\n")
     print(json.dumps(rec) if args.json else json.dumps(rec, indent=1))
 
 
