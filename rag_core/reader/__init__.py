@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -27,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import MissingDependency
+from ..inference import SessionPair
 
 MODEL_DIR = Path(__file__).with_name("model")
 MODEL_FILE = MODEL_DIR / "reader-int8.onnx"
@@ -106,13 +106,17 @@ class Reader:
             tok.enable_truncation(n, strategy="longest_first")
             tok.no_padding()
             self._tok[task] = tok
-        opts = ort.SessionOptions()
-        if threads:
-            opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-        opts.enable_cpu_mem_arena = False  # batches of every shape: see embeddings.py
-        self.session = ort.InferenceSession(str(model_file), opts, providers=["CPUExecutionProvider"])
-        self._lock = threading.Lock()
+        def make(n: int):
+            opts = ort.SessionOptions()
+            if n:
+                opts.intra_op_num_threads = n
+            opts.inter_op_num_threads = 1
+            opts.enable_cpu_mem_arena = False  # batches of every shape: see embeddings.py
+            return ort.InferenceSession(str(model_file), opts, providers=["CPUExecutionProvider"])
+
+        # No global lock: overlapping calls run on a one-thread session (rag_core/inference.py).
+        self.sessions = SessionPair(make, threads)
+        self.session = self.sessions.wide
 
     def logits(self, task: str, firsts: list[str], seconds: list[str]) -> np.ndarray:
         if task not in MAX_LEN:
@@ -135,8 +139,8 @@ class Reader:
                 ids[r, : len(e.ids)] = e.ids
                 types[r, : len(e.ids)] = e.type_ids
                 mask[r, : len(e.ids)] = 1
-            with self._lock:
-                res = self.session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})[0]
+            with self.sessions.session() as session:
+                res = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})[0]
             out[idx] = res.reshape(-1)
         return out
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-import threading
 import time
 import uuid
 
@@ -38,6 +37,7 @@ from ..models import Chunk, ScoredChunk, SearchFilters
 from ..text.fusion import fuse_ranked
 from ..text.analysis import analyze, query_terms
 from .memindex import MemIndex, encode_terms
+from .rwlock import RWLock
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS chunks (
@@ -117,7 +117,8 @@ class EmbeddedStore:
         self._vocab: dict[str, int] = {}
         self._max_vocab = 0
         self._generation = -1
-        self._sync_lock = threading.Lock()
+        # searches share the index (read); a sync that changes or swaps it is exclusive (write)
+        self._sync_lock = RWLock()
         self._reader = uuid.uuid4().hex
         self.reloads = 0  # full reloads after falling behind the pruned logs (tests read it)
         self._sync()
@@ -134,7 +135,7 @@ class EmbeddedStore:
         one primary-key read)."""
         if self._read_generation() == self._generation:
             return
-        with self._sync_lock, self.db.lock:
+        with self._sync_lock.write(), self.db.lock:
             gen = self._read_generation()
             if gen == self._generation:
                 return
@@ -329,7 +330,7 @@ class EmbeddedStore:
             before = int(c.execute("SELECT value FROM store_meta WHERE key='dates'").fetchone()[0])
             c.execute("UPDATE store_meta SET value=? WHERE key='dates'", (str(before + 1),))
             self._bump(c)
-        with self._sync_lock:
+        with self._sync_lock.write():
             # Our own edit applied here directly: when this index was current up to it, no
             # re-read of the whole date column (a backfill edits every document in turn).
             if self._dates == before:
@@ -421,7 +422,7 @@ class EmbeddedStore:
         n = max(k * overfetch, k)
         t = {} if timings is None else timings
         clock = time.perf_counter()
-        with self._sync_lock:  # one index throughout (a reload swaps it)
+        with self._sync_lock.read():  # one index throughout (a reload swaps it); searches run in parallel
             mi = self._mi
             if mi.n == 0:
                 return []
@@ -432,9 +433,17 @@ class EmbeddedStore:
             kw_top = self._top_positions(mi, kw, mask & (kw > 0), n) if alpha < 1 else np.zeros(0, dtype=np.int64)
             t["keyword"] = _lap(clock)
             clock = time.perf_counter()
-            vec = mi.mat[: mi.n] @ q if mi.dim else np.zeros(mi.n, dtype=np.float32)
-            # a chunk without its vector yet takes part on the keyword side only
-            vec_top = self._top_positions(mi, vec, mask & mi.has_vec[: mi.n], n) if alpha > 0 else np.zeros(0, dtype=np.int64)
+            # alpha 0 ranks by keywords alone: no mat-vec (the results still carry each one's
+            # cosine, computed for those few rows only)
+            if alpha > 0 and mi.dim:
+                vec = mi.mat[: mi.n] @ q
+                # a chunk without its vector yet takes part on the keyword side only
+                vec_top = self._top_positions(mi, vec, mask & mi.has_vec[: mi.n], n)
+            else:
+                vec = np.zeros(mi.n, dtype=np.float32)
+                if mi.dim and len(kw_top):
+                    vec[kw_top] = mi.mat[kw_top] @ q
+                vec_top = np.zeros(0, dtype=np.int64)
             t["vector"] = _lap(clock)
             clock = time.perf_counter()
             fused = fuse_ranked(
@@ -481,7 +490,7 @@ class EmbeddedStore:
         terms = [self._vocab[t] for t in query_terms(query) if t in self._vocab]
         if not terms or k <= 0:
             return []
-        with self._sync_lock:  # a merge or reload on another thread must not swap arrays mid-query
+        with self._sync_lock.read():  # a merge or reload on another thread must not swap arrays mid-query
             mi = self._mi
             scores = mi.bm25(terms)
             top = self._top(mi, scores, self._mask(mi, filters) & (scores > 0), k)
@@ -492,7 +501,7 @@ class EmbeddedStore:
         if k <= 0:
             return []
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
-        with self._sync_lock:
+        with self._sync_lock.read():
             mi = self._mi
             if mi.n == 0 or not mi.dim:  # nothing embedded yet
                 return []
