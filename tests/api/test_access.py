@@ -28,6 +28,8 @@ KB_ROUTES = {
         f"/v1/knowledge-bases/{kb}/documents", files=[("files", ("n.md", b"# Note\n\nhello\n", "text/markdown"))]),
     ("DELETE", "/v1/knowledge-bases/{kb}/documents/{doc_id}"): lambda c, kb: c.delete(
         f"/v1/knowledge-bases/{kb}/documents/{DOC}"),
+    ("PATCH", "/v1/knowledge-bases/{kb}/documents/{doc_id}"): lambda c, kb: c.patch(
+        f"/v1/knowledge-bases/{kb}/documents/{DOC}", json={"date": "2001-02-03"}),
     ("GET", "/v1/knowledge-bases/{kb}/documents/{doc_id}/original"): lambda c, kb: c.get(
         f"/v1/knowledge-bases/{kb}/documents/{DOC}/original"),
     ("POST", "/v1/query"): lambda c, kb: c.post("/v1/query", json={"question": "What is the launch code?",
@@ -44,7 +46,8 @@ OTHER_ROUTES = {("GET", "/v1/knowledge-bases"), ("POST", "/v1/knowledge-bases"),
                 ("GET", "/v1/threads/{thread_id}/export"), ("GET", "/v1/metrics")}
 OPEN_ROUTES = {("GET", "/v1/health"), ("GET", "/v1/ready")}
 WRITES = {("PATCH", "/v1/knowledge-bases/{kb}"), ("DELETE", "/v1/knowledge-bases/{kb}"),
-          ("POST", "/v1/knowledge-bases/{kb}/documents"), ("DELETE", "/v1/knowledge-bases/{kb}/documents/{doc_id}")}
+          ("POST", "/v1/knowledge-bases/{kb}/documents"), ("DELETE", "/v1/knowledge-bases/{kb}/documents/{doc_id}"),
+          ("PATCH", "/v1/knowledge-bases/{kb}/documents/{doc_id}")}
 
 
 def routes(base: str) -> set[tuple[str, str]]:
