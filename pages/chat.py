@@ -15,7 +15,7 @@ import streamlit as st
 from pages.common import caller, friendly_errors, selected_kbs, workspace
 from rag_core.errors import GroundworkError
 from rag_core.feedback import REASONS
-from rag_core.grounding.conflicts import conflict_note
+from rag_core.models import conflict_note
 from rag_core.models import Answer, Citation
 from rag_core.render import answer_markdown, escape_md, marker_text, plain_answer, timing_markdown
 

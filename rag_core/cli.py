@@ -396,7 +396,7 @@ def cmd_ask(args) -> int:
             print(f"  - {s}")
         return 0
     for cf in a.conflicts:
-        from .grounding.conflicts import conflict_note
+        from .models import conflict_note
 
         print(f"\nnote: {conflict_note(cf)}")
     print()

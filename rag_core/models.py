@@ -294,3 +294,11 @@ def day_to_iso(day: int) -> str:
 
 def upload_day(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=timezone.utc).date().isoformat()
+
+
+def conflict_note(conflict: dict) -> str:
+    """An Answer.conflicts entry as one plain sentence saying who says what, dated (every
+    surface shows the same words; the pages escape it for Markdown)."""
+    parts = [f"{s['source']}" + (f" ({s['date']})" if s["date"] else "") + f" [{s['n']}] says "
+             + (", ".join(s["values"]) or "otherwise") for s in conflict["sides"]]
+    return f"The sources disagree on this {conflict['kind']}: " + "; ".join(parts) + "."

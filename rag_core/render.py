@@ -100,7 +100,7 @@ def plain_answer(answer: Answer) -> str:
                   + (f", {c.date}" if c.date else "")
                   for c in answer.citations]
     if answer.conflicts:
-        from .grounding.conflicts import conflict_note
+        from .models import conflict_note
 
         lines += ["", *(conflict_note(cf) for cf in answer.conflicts)]
     return "\n".join(lines)

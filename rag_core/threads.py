@@ -161,7 +161,7 @@ class ThreadStore:
                 lines += [f"- [{c.n}] {c.source}, page {c.page}" + (f", {c.date}" if c.date else "")
                           for c in a.citations]
                 if a.conflicts:
-                    from .grounding.conflicts import conflict_note
+                    from .models import conflict_note
 
                     lines += ["", *(f"> {conflict_note(cf)}" for cf in a.conflicts)]
             lines.append("")

@@ -15,6 +15,15 @@ from rag_core.access import Caller
 REPO = Path(__file__).resolve().parents[1]
 
 
+def TODAY() -> str:
+    """The upload day: the date of a document whose file states none (UTC, as stored)."""
+    import time
+
+    from rag_core.models import upload_day
+
+    return upload_day(time.time())
+
+
 @pytest.fixture
 def data_dir(tmp_path, monkeypatch):
     d = tmp_path / "data"
@@ -73,7 +82,7 @@ def test_ask_question_shows_cited_answer_and_logs_it(data_dir, tmp_path, monkeyp
     texts = " ".join(m.value for m in at.markdown)
     assert "130 volcanoes" in texts
     # each citation is a button naming its file and page (a click opens the page viewer)
-    assert [b.label for b in at.button if "volcanoes\\.md" in b.label] == ["[¹] volcanoes\\.md · p. 1"]  # file names are escaped
+    assert [b.label for b in at.button if "volcanoes\\.md" in b.label] == [f"[¹] volcanoes\\.md · p. 1 · {TODAY()}"]  # file names are escaped; the document's date
     assert any("Supported 100%" in c.value and "Answers the question" in c.value for c in at.caption)
     df = ws.feedback.frame()
     assert list(df["question"]) == ["How many volcanoes does Iceland have?"]
@@ -154,7 +163,7 @@ def test_scoping_a_question_to_chosen_documents(data_dir, tmp_path):
     # back to all documents: answered from volcanoes.md
     at.multiselect(key="scope_docs").set_value([]).run()
     at.chat_input[0].set_value("How many volcanoes does Iceland have?").run()
-    assert [b.label for b in at.button if "volcanoes\\.md" in b.label] == ["[¹] volcanoes\\.md · p. 1"]  # file names are escaped
+    assert [b.label for b in at.button if "volcanoes\\.md" in b.label] == [f"[¹] volcanoes\\.md · p. 1 · {TODAY()}"]  # file names are escaped; the document's date
 
 
 def test_regenerate_replaces_the_last_answer_and_new_chat_clears(data_dir, tmp_path):
@@ -377,7 +386,7 @@ def test_an_abstention_shows_the_closest_passages_under_a_heading_that_says_so(d
     assert any("don't have information" in i.value for i in at.info)
     box = [e for e in at.expander if "do not answer it" in e.label]
     assert box, "no closest-passages section"
-    assert [b.label for b in at.button if b.label.startswith("volcanoes")] == ["volcanoes\\.md · p. 1"]
+    assert [b.label for b in at.button if b.label.startswith("volcanoes")] == [f"volcanoes\\.md · p. 1 · {TODAY()}"]
     assert not any("Supported" in c.value for c in at.caption)  # not scored like an answer
 
 

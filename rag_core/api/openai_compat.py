@@ -77,7 +77,7 @@ def sources_block(a: Answer) -> str:
         return CLOSEST_HEADING + "\n".join(f"- {c.source}, page {c.page}" for c in a.closest)
     if not a.citations:
         return ""
-    from ..grounding.conflicts import conflict_note
+    from ..models import conflict_note
 
     notes = "".join(f"\n\n{conflict_note(cf)}" for cf in a.conflicts)  # who says what, dated
     # after the heading: a client sending the conversation back has it stripped with the sources

@@ -162,9 +162,3 @@ def conflict_record(cf: Conflict, sources, mapping: dict[int, int]) -> dict | No
         sides.append({"n": n, "doc_id": c.doc_id, "source": c.source, "date": c.date, "text": text, "values": vals})
     return {"kind": cf.kind, "sides": sides}
 
-
-def conflict_note(conflict: dict) -> str:
-    """One plain sentence saying who says what, dated (the pages escape it for Markdown)."""
-    parts = [f"{s['source']}" + (f" ({s['date']})" if s["date"] else "") + f" [{s['n']}] says "
-             + (", ".join(s["values"]) or "otherwise") for s in conflict["sides"]]
-    return f"The sources disagree on this {conflict['kind']}: " + "; ".join(parts) + "."

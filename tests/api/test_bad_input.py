@@ -127,11 +127,12 @@ def test_document_dates_filter_query_and_search_and_owners_edit_them(client):
     q = {"question": "How many vacation days do staff get?", "knowledge_bases": ["handbook"]}
     a = alice.post(QUERY, json={**q, "before": "2020-12-31"}).json()
     assert not a["abstained"] and a["citations"][0]["date"] == "2020-05-01"
+    # other tests may upload into this knowledge base (today's date): the handbook itself is out
     a = alice.post(QUERY, json={**q, "after": "2021-01-01"}).json()
-    assert a["abstained"] and not a["citations"]
+    assert all(c["doc_id"] != doc["doc_id"] and c["date"] >= "2021-01-01" for c in a["citations"])
     s = alice.post("/v1/search", json={"query": "vacation days", "knowledge_bases": ["handbook"],
                                        "after": "2021-01-01"}).json()
-    assert s["results"] == []
+    assert all(x["doc_id"] != doc["doc_id"] and x["date"] >= "2021-01-01" for x in s["results"])
     s = alice.post("/v1/search", json={"query": "vacation days", "knowledge_bases": ["handbook"],
                                        "before": "2020-05-01"}).json()
     assert s["results"] and s["results"][0]["date"] == "2020-05-01"

@@ -9,7 +9,8 @@ import pytest
 
 from rag_core.access import Caller
 from rag_core.config import get_settings
-from rag_core.grounding.conflicts import asked_kind, conflict_note, values
+from rag_core.grounding.conflicts import asked_kind, values
+from rag_core.models import conflict_note
 from rag_core.render import plain_answer
 from rag_core.workspace import Workspace
 
