@@ -10,7 +10,8 @@ Only train-side articles (v2.0 positions 0–19, SPLIT.md) give questions:
   answer cites the gold paragraph, else thumbs down "wrong source";
 - the other questions of those articles ("same articles, other questions") and every
   question of the odd-position articles ("unrelated") are never rated: they are measured
-  before and after.
+  before and after; so are the rated questions themselves, asked again ("rated again":
+  a repeat, by the same or another user).
 Reported per group: P@5 (share of the top 5 passages that come from the gold paragraph; a
 long paragraph may be two chunks, so it can pass 0.2) and hit@1 over every question of the
 group, and correct answers (the answer contains a gold answer and cites the gold paragraph;
@@ -97,7 +98,9 @@ def main() -> None:
             taught, held, unrelated = questions(data, args.seed, args.share)
             def both() -> dict:
                 return {"same_articles": measure(ws, held, args.answers, args.seed, args.mode),
-                        "unrelated": measure(ws, unrelated, args.answers, args.seed, args.mode)}
+                        "unrelated": measure(ws, unrelated, args.answers, args.seed, args.mode),
+                        # the rated questions asked again (by anyone): what a record is sure to reach
+                        "rated_again": measure(ws, taught, 0, args.seed, args.mode)}
 
             before = both()
             fb = ws.feedback_for(caller=OP)

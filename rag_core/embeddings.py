@@ -53,6 +53,9 @@ class MiniLMEmbeddings(Embeddings):
             if n:
                 opts.intra_op_num_threads = n
             opts.inter_op_num_threads = 1
+            # Idle pool threads sleep instead of spinning: a spinning pool kept both cores busy
+            # for one user (1.98 cores for 1 session), leaving nothing for a second session.
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
             # The arena allocator keeps a buffer per input shape it has seen; with batches of
             # every length that grew a long ingest past 2 GB. Plain malloc costs ~nothing here.
             opts.enable_cpu_mem_arena = False

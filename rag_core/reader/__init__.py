@@ -111,6 +111,9 @@ class Reader:
             if n:
                 opts.intra_op_num_threads = n
             opts.inter_op_num_threads = 1
+            # Idle pool threads sleep instead of spinning: a spinning pool kept both cores busy
+            # for one user (1.98 cores for 1 session), leaving nothing for a second session.
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
             opts.enable_cpu_mem_arena = False  # batches of every shape: see embeddings.py
             return ort.InferenceSession(str(model_file), opts, providers=["CPUExecutionProvider"])
 
