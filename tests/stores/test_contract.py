@@ -222,8 +222,12 @@ def test_hybrid_alpha_extremes_and_scores(store_factory):
     s.add_chunks(make_chunks("vec", "kb", ["unrelated words entirely"]), np.stack([unit(0)]))
     s.add_chunks(make_chunks("both", "kb", ["photons"]), np.stack([unit(0, 1, 0.6)]))
     q, v = "quantum entanglement photons", unit(0)
-    pure_kw = [r.chunk.doc_id for r in s.hybrid_search(q, v, 3, ALL, alpha=0.0)]
+    kw_hits = s.hybrid_search(q, v, 3, ALL, alpha=0.0)
+    pure_kw = [r.chunk.doc_id for r in kw_hits]
     assert pure_kw == [r.chunk.doc_id for r in s.keyword_search(q, 3, ALL)] == ["kw", "both"]
+    # keyword ranking still reports each hit's cosine (the reranker reads it)
+    cos = {r.chunk.doc_id: r.scores["vector"] for r in kw_hits}
+    assert cos["kw"] == pytest.approx(0.0, abs=1e-5) and cos["both"] == pytest.approx(float(unit(0, 1, 0.6) @ v), abs=1e-4)
     pure_vec = [r.chunk.doc_id for r in s.hybrid_search(q, v, 3, ALL, alpha=1.0)]
     assert pure_vec == [r.chunk.doc_id for r in s.vector_search(v, 3, ALL)]
     assert pure_vec[0] == "vec"
