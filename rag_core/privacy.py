@@ -61,34 +61,28 @@ def delete_user_questions(db: Database, user: str | None) -> int:
     return _delete_queries(db, ids)
 
 
-def export_user(db: Database, user: str | None) -> dict:
-    """Everything stored about a user, as JSON-ready data."""
+def export_user(db: Database, threads, user: str | None) -> dict:
+    """Everything stored about a user, as JSON-ready data (`threads`: the ThreadStore)."""
     qs = db.query("SELECT q.query_id, q.ts, q.kb_ids, q.question, q.answer, q.citations, q.abstained, "
                   "f.rating, f.reason, f.comment FROM queries q LEFT JOIN feedback f ON f.query_id=q.query_id "
                   "WHERE q.user IS ? ORDER BY q.ts", (user,))
-    threads = db.query("SELECT * FROM threads WHERE user IS ? ORDER BY created", (user or "local",))
-    out_threads = []
-    for t in threads:
-        msgs = db.query("SELECT role, content FROM thread_messages WHERE thread_id=? ORDER BY seq", (t["thread_id"],))
-        out_threads.append({"thread_id": t["thread_id"], "title": t["title"], "created": t["created"],
-                            "messages": [dict(m) for m in msgs]})
+    convs = [{"thread_id": t.thread_id, "title": t.title, "created": t.created,
+              "messages": [{"role": m["role"], "content": m["content"]} for m in threads.messages(t.thread_id, user)]}
+             for t in sorted(threads.list(user), key=lambda t: t.created)]
     return {
         "user": user,
         "exported_at": time.time(),
         "questions": [{**dict(r), "kb_ids": json.loads(r["kb_ids"]), "citations": json.loads(r["citations"]),
                        "abstained": bool(r["abstained"])} for r in qs],
-        "conversations": out_threads,
+        "conversations": convs,
     }
 
 
-def erase_user(db: Database, user: str | None) -> dict:
-    """Delete a user's log, feedback, learnt records, conversations and remembered choices."""
+def erase_user(db: Database, threads, user: str | None) -> dict:
+    """Delete a user's log, feedback, learnt records and conversations (`threads`: the
+    ThreadStore). The caller forgets what else it remembers of them."""
     questions = delete_user_questions(db, user)
-    owner = user or "local"
-    with db.transaction() as c:
-        tids = [r[0] for r in c.execute("SELECT thread_id FROM threads WHERE user=?", (owner,))]
-        for tid in tids:
-            c.execute("DELETE FROM thread_messages WHERE thread_id=?", (tid,))
-        c.execute("DELETE FROM threads WHERE user=?", (owner,))
-        c.execute("DELETE FROM meta WHERE key=?", (f"last_kbs:{user or ''}",))
-    return {"user": user, "questions": questions, "conversations": len(tids)}
+    convs = threads.list(user)
+    for t in convs:
+        threads.delete(t.thread_id, user)
+    return {"user": user, "questions": questions, "conversations": len(convs)}

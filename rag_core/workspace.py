@@ -178,12 +178,12 @@ class Workspace:
 
     def last_kbs(self, *, caller: Caller) -> list[str]:
         """The knowledge bases this caller last chose (names it can still see)."""
-        saved = (self.appdb.get_meta(f"last_kbs:{caller.user or ''}") or "").split("\n")
+        saved = (self.appdb.get_meta(_last_kbs_key(caller.user)) or "").split("\n")
         names = {kb.name for kb in self.list_kbs(caller=caller)}
         return [n for n in saved if n in names]
 
     def remember_kbs(self, names: list[str], *, caller: Caller) -> None:
-        self.appdb.set_meta(f"last_kbs:{caller.user or ''}", "\n".join(names))
+        self.appdb.set_meta(_last_kbs_key(caller.user), "\n".join(names))
 
     # ---- conversations and feedback ------------------------------------------------------
     @cached_property
@@ -237,7 +237,7 @@ class Workspace:
 
         if not caller.admin and user != caller.user:
             raise PermissionDenied("only an admin may export another user's data")
-        return export_user(self.db, user)
+        return export_user(self.db, self.threads, user)
 
     def erase_user_data(self, user: str | None, *, caller: Caller) -> dict:
         """An admin erases a user's log, feedback, learnt records and conversations."""
@@ -245,7 +245,9 @@ class Workspace:
 
         if not caller.admin:
             raise PermissionDenied("only an admin may erase a user's data")
-        return erase_user(self.db, user)
+        erased = erase_user(self.db, self.threads, user)
+        self.appdb.delete_meta(_last_kbs_key(user))
+        return erased
 
     @cached_property
     def signals(self):
@@ -597,6 +599,11 @@ class Workspace:
         self.appdb.leases.stop()
         self.store.close()
         self.db.close()
+
+
+def _last_kbs_key(user: str | None) -> str:
+    """Where the knowledge bases a user last chose are remembered."""
+    return f"last_kbs:{user or ''}"
 
 
 def date_range(filters: SearchFilters, after: str | None, before: str | None) -> SearchFilters:

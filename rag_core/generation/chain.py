@@ -40,7 +40,7 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import RunnableConfig, RunnableGenerator, RunnableLambda
 
 from ..config import Settings
-from ..grounding.citations import attach_markers, citation_for, resolve
+from ..grounding.citations import MARKER, attach_markers, citation_for, resolve
 from ..grounding.verify import Verifier, answer_sentences, answers_question, confidence, grounding_score, plain
 from ..models import Answer, Citation, Claim, KnowledgeBase, RetrievalSettings, ScoredChunk, SearchFilters
 from ..reader import get_reader
@@ -51,7 +51,7 @@ from ..text.fusion import RRF_K
 from ..text.tokens import count_tokens
 from .condense import condense as condense_offline
 from .extractive import Evidence as Reading
-from .extractive import SELECTION_FEATURES, ExtractiveAnswerer
+from .extractive import SELECTION_FEATURES, ExtractiveAnswerer, cite
 from ..grounding.conflicts import ANSWERS_MIN, asked_kind, conflict_record, find_conflicts, values
 from .prompts import CONDENSE_PROMPT, HYDE_PROMPT, RELEVANCE_TASK, VERIFY_PROMPT, neutralise, system_prompt, user_message
 
@@ -359,8 +359,7 @@ class AnswerEngine:
             for si, text in ((cf.lead, cf.lead_text), (cf.rival, cf.rival_text)):
                 if text in _MARKERS.sub("", draft) and f"[{si + 1}]" in draft:
                     continue  # already said and cited (an LLM may have cited another passage)
-                m = re.match(r"(.*?)([.!?…]+[\"'”’)]*)$", text)
-                added = f"{m.group(1)} [{si + 1}]{m.group(2)}" if m else f"{text} [{si + 1}]"
+                added = cite(text, si + 1)
                 draft = f"{draft.rstrip()} {added}"
                 if snippets is not None:
                     snippets[si + 1] = (snippets.get(si + 1, "") + " " + text).strip()
@@ -622,7 +621,7 @@ anyone someone everyone anybody somebody everybody nobody people person""".split
 
 
 RIVAL_SEARCH = 5  # passages looked up by the lead sentence's words, for another version of it
-_MARKERS = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
+_MARKERS = re.compile(r"\s*" + MARKER.pattern, MARKER.flags)  # every marker the citation resolver reads
 
 
 def _rrf_merge(lists: list[list[ScoredChunk]], k: int) -> list[ScoredChunk]:

@@ -165,13 +165,18 @@ class ExtractiveAnswerer:
             si, _, s = ev.cands[i]
             s = spans.get(i) or s
             n = si + 1
-            m = re.match(r"(.*?)([.!?…]+[\"'”’)]*)$", s)
-            parts.append(f"{m.group(1)} [{n}]{m.group(2)}" if m else f"{s} [{n}]")
+            parts.append(cite(s, n))
             snippets[n] = (snippets.get(n, "") + " " + s).strip()
         return Extract(" ".join(parts), float(ev.probs[best]), sorted(snippets), snippets)
 
     def extract(self, question: str, sources: list[ScoredChunk]) -> Extract:
         return self.compose(self.read(question, sources), sources)
+
+
+def cite(sentence: str, n: int) -> str:
+    """The sentence with its marker [n] before its closing punctuation."""
+    m = re.match(r"(.*?)([.!?…]+[\"'”’)]*)$", sentence)
+    return f"{m.group(1)} [{n}]{m.group(2)}" if m else f"{sentence} [{n}]"
 
 
 _ITEM = re.compile(r"^(?:[-*•]|\d{1,2}[.)])\s+")

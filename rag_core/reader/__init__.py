@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import MissingDependency
-from ..inference import SessionPair
+from ..inference import SessionPair, cpu_session
 
 MODEL_DIR = Path(__file__).with_name("model")
 MODEL_FILE = MODEL_DIR / "reader-int8.onnx"
@@ -78,7 +78,6 @@ class Reader:
     def __init__(self, model_file: Path = MODEL_FILE, meta_file: Path = META_FILE, threads: int = 0,
                  batch_size: int = 1):
         try:
-            import onnxruntime as ort
             import tokenizers
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise MissingDependency(f"the reader model needs {exc.name}: pip install -r requirements.txt") from exc
@@ -106,19 +105,8 @@ class Reader:
             tok.enable_truncation(n, strategy="longest_first")
             tok.no_padding()
             self._tok[task] = tok
-        def make(n: int):
-            opts = ort.SessionOptions()
-            if n:
-                opts.intra_op_num_threads = n
-            opts.inter_op_num_threads = 1
-            # Idle pool threads sleep instead of spinning: a spinning pool kept both cores busy
-            # for one user (1.98 cores for 1 session), leaving nothing for a second session.
-            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            opts.enable_cpu_mem_arena = False  # batches of every shape: see embeddings.py
-            return ort.InferenceSession(str(model_file), opts, providers=["CPUExecutionProvider"])
-
         # No global lock: overlapping calls run on a one-thread session (rag_core/inference.py).
-        self.sessions = SessionPair(make, threads)
+        self.sessions = SessionPair(lambda n: cpu_session(model_file, n), threads)
         self.session = self.sessions.wide
 
     def logits(self, task: str, firsts: list[str], seconds: list[str]) -> np.ndarray:

@@ -288,13 +288,7 @@ class WeaviateStore:
         DataObject = self._wv.classes.data.DataObject
         objs = [DataObject(properties=dict(by_id[cid].properties), vector=vec.tolist(), uuid=self._uuid5(cid))
                 for cid, vec in zip(chunk_ids, vectors) if cid in by_id]
-        for start in range(0, len(objs), self.page_size):
-            part = objs[start : start + self.page_size]
-            res = self._write(lambda coll: coll.data.insert_many(part))
-            if res.errors:
-                first = next(iter(res.errors.values()))
-                raise GroundworkError(f"Weaviate refused {len(res.errors)} vectors: {getattr(first, 'message', first)}")
-        return len(objs)
+        return self._upsert(objs, "vectors")
 
     def set_document_date(self, kb_id: str, doc_id: str, day: int) -> int:
         """Every object of the document re-written with the new day (an upsert by uuid with
@@ -306,12 +300,17 @@ class WeaviateStore:
             vec = o.vector.get("default") if isinstance(o.vector, dict) else o.vector
             objs.append(DataObject(properties={**o.properties, "doc_day": int(day)}, vector=vec or None,
                                    uuid=o.uuid))
+        return self._upsert(objs, "date updates")
+
+    def _upsert(self, objs: list, what: str) -> int:
+        """Re-write whole objects by uuid, a page at a time (a batch cannot update part of an
+        object); `what` names them in the error."""
         for start in range(0, len(objs), self.page_size):
             part = objs[start : start + self.page_size]
             res = self._write(lambda coll: coll.data.insert_many(part))
             if res.errors:
                 first = next(iter(res.errors.values()))
-                raise GroundworkError(f"Weaviate refused {len(res.errors)} date updates: {getattr(first, 'message', first)}")
+                raise GroundworkError(f"Weaviate refused {len(res.errors)} {what}: {getattr(first, 'message', first)}")
         return len(objs)
 
     def _delete(self, where) -> int:
