@@ -12,6 +12,7 @@ import streamlit as st
 from rag_core.access import Caller, local_caller, with_admin
 from rag_core.config import get_settings
 from rag_core.errors import GroundworkError
+from rag_core.render import escape_md
 from rag_core.workspace import Workspace
 
 
@@ -110,7 +111,7 @@ def friendly_errors(action: str):
     try:
         yield
     except GroundworkError as exc:
-        st.error(f"{action}: {exc}")
+        st.error(f"{action}: {escape_md(str(exc))}")  # the message may quote a name someone typed
     except Exception as exc:  # noqa: BLE001 - last line of defence for the UI
         traceback.print_exc()
         st.error(f"{action} failed unexpectedly ({type(exc).__name__}). The details are in the server log.")

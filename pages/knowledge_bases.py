@@ -182,7 +182,7 @@ with st.expander("Preview: how the instructions are assembled"):
     st.code(system_prompt([kb]), language=None)
 
 with st.expander("Delete this knowledge base"):
-    st.warning(f"This removes {kb.name} and its {docs} document(s) for good.")
+    st.warning(f"This removes {escape_md(kb.name)} and its {docs} document(s) for good.")
     sure = st.checkbox(f"Yes, delete {kb.name}", key=f"sure_{kb.kb_id}", disabled=not may_share)
     if st.button("Delete knowledge base", disabled=not (sure and may_share), type="primary"):
         with friendly_errors("Deleting"):

@@ -29,7 +29,7 @@ with st.expander("Create a knowledge base", expanded=not names):
                 private = dict(acl_users=[me.user]) if me.user and not me.admin else {}
                 kb = ws.create_kb(new_name, caller=me, description=new_desc, **private)
                 st.session_state.upload_kb = kb.name
-                st.session_state.flash = f"Created {kb.name}. Now add files to it."
+                st.session_state.flash = f"Created {escape_md(kb.name)}. Now add files to it."
                 st.rerun()
 if not names:
     st.stop()
@@ -54,7 +54,7 @@ if files and st.button(f"Add {len(files)} file(s) to {kb.name}", type="primary")
     with friendly_errors("Uploading"):
         job_id = ws.submit_upload(kb.kb_id, [(f.name, f.getvalue()) for f in files], caller=me)
         st.session_state.upload_round = st.session_state.get("upload_round", 0) + 1
-        st.session_state.flash = (f"Queued {len(files)} file(s) for {kb.name}. They are read in the background: "
+        st.session_state.flash = (f"Queued {len(files)} file(s) for {escape_md(kb.name)}. They are read in the background: "
                                   "keep working, the progress is below.")
         st.rerun()
 
@@ -78,7 +78,7 @@ def jobs_panel() -> None:
                 st.progress(p.get("files_done", 0) / max(len(job.files), 1), text=job.summary())
             else:
                 bad = any(r["status"] == "failed" for r in job.reports) or job.status != "done"
-                (st.warning if bad else st.success)(job.summary())
+                (st.warning if bad else st.success)(escape_md(job.summary()))  # holds file names
             for name in job.locked_files() if not job.active else []:
                 with st.form(f"pw_{job.job_id}_{name}", border=False):
                     st.markdown(f":material/lock: **{escape_md(name)}** is encrypted.")
@@ -119,7 +119,7 @@ def save_date(doc_id: str, source: str) -> None:
         return
     with friendly_errors("Changing the date"):
         ws.set_document_date(kb.kb_id, doc_id, picked.isoformat(), caller=me)
-        st.toast(f"{source} is now dated {picked.isoformat()}.")
+        st.toast(f"{escape_md(source)} is now dated {picked.isoformat()}.")
 
 
 for d in docs:
@@ -136,5 +136,5 @@ for d in docs:
     if may_write and c4.button("Delete", key=f"del_{d.doc_id}"):
         with friendly_errors("Deleting"):
             ws.delete_document(kb.kb_id, d.doc_id, caller=me)
-            st.toast(f"Deleted {d.source}.")
+            st.toast(f"Deleted {escape_md(d.source)}.")
             st.rerun()

@@ -495,3 +495,21 @@ def test_knowledge_base_page_saves_retention_and_recency(data_dir, tmp_path):
     assert not at.exception
     kb = Workspace(get_settings(data_dir)).get_kb("Geo", caller=Caller.operator())
     assert kb.retention_days == 30 and kb.retrieval.recency_half_life_days == 365.0
+
+
+def test_upload_page_messages_escape_file_names(data_dir, tmp_path):
+    """A file named like a Markdown link or image stays text in the toasts that name it."""
+    import datetime
+
+    ws = Workspace(get_settings(data_dir))
+    ws.create_kb("Geo", caller=Caller.operator())
+    f = tmp_path / "![x](http:evil.example) notes.md"
+    f.write_text("# Notes\n\nThe bridge opens at nine.\n")
+    ws.ingest("Geo", [f], caller=Caller.operator())
+    doc = ws.list_documents("Geo", caller=Caller.operator())[0]
+    at = app().run()
+    at.switch_page("pages/upload.py").run()
+    next(d for d in at.date_input if d.key == f"date_{doc.doc_id}").set_value(datetime.date(2019, 3, 4)).run()
+    assert not at.exception
+    toast = [t.value for t in at.toast]
+    assert toast and all("](" not in t and "\\!\\[x\\]" in t for t in toast), toast
