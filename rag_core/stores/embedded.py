@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+import threading
 import time
 import uuid
 
@@ -36,8 +37,10 @@ from ..db import Database
 from ..models import Chunk, ScoredChunk, SearchFilters
 from ..text.fusion import fuse_ranked
 from ..text.analysis import analyze, query_terms
+from . import snapshot
 from .memindex import MemIndex, encode_terms
 from .rwlock import RWLock
+from .vector_index import SEAL_ROWS, VectorIndex
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS chunks (
@@ -107,20 +110,34 @@ class EmbeddedStore:
     name = "embedded"
     prune_after = 2000  # log rows gathered before the writer prunes what every reader applied
     reader_ttl_s = 600.0  # a reader silent this long no longer holds pruning back
+    # Below this many rows the index loads from SQLite in well under a second (10k: 0.15 s):
+    # no snapshot is written (benchmarks/results/scale_*.json).
+    snapshot_min = SEAL_ROWS
 
     def __init__(self, db: Database):
         self.db = db
         db.executescript(SCHEMA)
         db.add_columns("chunks", {"doc_day": "INTEGER NOT NULL DEFAULT 0"})  # stores from before dates
+        with db.transaction() as c:  # a snapshot belongs to this database, not a recreated one
+            c.execute("INSERT OR IGNORE INTO store_meta VALUES ('store_id', ?)", (uuid.uuid4().hex,))
+        self._store_id = db.query_one("SELECT value FROM store_meta WHERE key='store_id'")[0]
+        self._snap_dir = db.path.with_name(db.path.name + "-index")
         self._dates = -1
         self._mi = MemIndex()
-        self._vocab: dict[str, int] = {}
-        self._max_vocab = 0
+        self._vocab: dict[str, int] = {}  # filled on demand (a million-term vocabulary is not loaded)
         self._generation = -1
         # searches share the index (read); a sync that changes or swaps it is exclusive (write)
         self._sync_lock = RWLock()
         self._reader = uuid.uuid4().hex
         self.reloads = 0  # full reloads after falling behind the pruned logs (tests read it)
+        self.snapshot_loaded = False  # the last (re)load came from a snapshot (tests read it)
+        # graph builds and snapshot writes run on one background thread, never under the lock
+        self._maint_lock = threading.Lock()
+        self._maint_thread: threading.Thread | None = None
+        self._maint_again = False
+        self._saved: tuple[int, int] | None = None  # (index identity, main rows) last written
+        self._closed = False
+        self.longest_merge_build_ms = 0.0  # benchmarks read it
         self._sync()
 
     # ---- sync of the in-memory index ------------------------------------------------
@@ -142,33 +159,21 @@ class EmbeddedStore:
             mi = self._mi
             pruned_tomb, pruned_vec = self._meta("pruned_tomb"), self._meta("pruned_vec")
             if mi.n and (mi.last_tomb < pruned_tomb or mi.last_vec < pruned_vec):
-                # rows this index had not applied are gone from the logs: reload from the chunks
+                # rows this index had not applied are gone from the logs: reopen (snapshot + catch-up)
                 self._mi = mi = MemIndex()
                 self.reloads += 1
-            first_load = mi.n == 0
-            if first_load:  # the chunk rows read below already reflect everything pruned
-                mi.last_tomb, mi.last_vec = max(mi.last_tomb, pruned_tomb), max(mi.last_vec, pruned_vec)
-            for r in self.db.query("SELECT id, term FROM vocab WHERE id > ?", (self._max_vocab,)):
-                self._vocab[r["term"]] = r["id"]
-                self._max_vocab = max(self._max_vocab, r["id"])
+            if mi.n == 0 and mi.max_row == 0:
+                self._mi = mi = self._open_index(pruned_tomb, pruned_vec)
             tomb = self.db.query("SELECT seq, row_id FROM tombstones WHERE seq > ? ORDER BY seq", (mi.last_tomb,))
             if tomb:
                 mi.kill([t["row_id"] for t in tomb])
                 mi.last_tomb = tomb[-1]["seq"]
             upd = self.db.query("SELECT seq, row_id FROM vector_updates WHERE seq > ? ORDER BY seq", (mi.last_vec,))
             if upd:
-                known = [u["row_id"] for u in upd if u["row_id"] in mi.pos]
-                for start in range(0, len(known), 500):
-                    part = known[start : start + 500]
-                    rows = self.db.query(
-                        f"SELECT id, vector FROM chunks WHERE id IN ({','.join('?' * len(part))}) AND length(vector) > 0",
-                        part,
-                    )
-                    if rows:
-                        mi.set_vectors([r[0] for r in rows], np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows]))
+                self._load_vectors(mi, [u["row_id"] for u in upd if mi.position(u["row_id"]) is not None])
                 mi.last_vec = upd[-1]["seq"]
             dates = self._meta("dates")
-            if dates != self._dates and not first_load and mi.n:
+            if dates != self._dates and mi.n:
                 # A date edit is rare and touches whole documents: re-read the one column.
                 rows = self.db.query("SELECT id, doc_day FROM chunks WHERE id <= ?", (mi.max_row,))
                 mi.set_days([r[0] for r in rows], [r[1] for r in rows])
@@ -177,13 +182,136 @@ class EmbeddedStore:
                 "SELECT id, kb_id, tenant, acl_sig, vector, terms, doc_day FROM chunks WHERE id > ? ORDER BY id",
                 (mi.max_row,),
             )
-            if first_load:
-                mi.bulk_load([tuple(r) for r in cur.fetchall()])
-            else:
-                while batch := cur.fetchmany(5000):
-                    mi.append([tuple(r) for r in batch])
+            while batch := cur.fetchmany(5000):
+                mi.append([tuple(r) for r in batch])
             self._generation = gen
             self._report_progress(mi)
+        self._kick()
+
+    def _load_vectors(self, mi: MemIndex, row_ids: list[int]) -> None:
+        """Vectors stored after their rows were indexed (or not in a snapshot), by row id."""
+        for start in range(0, len(row_ids), 500):
+            part = row_ids[start : start + 500]
+            rows = self.db.query(
+                f"SELECT id, vector FROM chunks WHERE id IN ({','.join('?' * len(part))}) AND length(vector) > 0", part)
+            if rows:
+                mi.set_vectors([r[0] for r in rows], np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows]))
+
+    def _open_index(self, pruned_tomb: int, pruned_vec: int) -> MemIndex:
+        """The index at open: the snapshot and what happened since, or (no usable snapshot)
+        every chunk row, streamed in batches. Called under the write lock."""
+        snap = snapshot.load(self._snap_dir)
+        if snap is not None and snap[1].get("store_id") == self._store_id:
+            mi, m = snap
+            self.snapshot_loaded = True
+            self._saved = (id(mi), mi.main_n)
+            if m["saved_end"] < mi.n:  # vectors after the last persisted segment
+                lo = int(mi.row_ids[m["saved_end"]])
+                cur = self.db.conn.execute(
+                    "SELECT id, vector FROM chunks WHERE id >= ? AND id <= ? ORDER BY id", (lo, m["max_row"]))
+                block = np.zeros((mi.n - m["saved_end"], mi.dim), dtype=np.float32)
+                while batch := cur.fetchmany(20000):
+                    pos = mi.positions([r[0] for r in batch]) - m["saved_end"]
+                    for p, r in zip(pos.tolist(), batch):
+                        if p >= 0 and r[1]:
+                            block[p] = np.frombuffer(r[1], dtype=np.float32)
+                mi.vecs.append_block(block) if mi.dim else mi.vecs.append([None] * len(block))
+            mi.last_tomb, mi.last_vec = m["last_tomb"], m["last_vec"]
+            if mi.last_tomb < pruned_tomb:
+                # deletes since the snapshot are no longer in the log: the live ids say which
+                live = np.fromiter((r[0] for r in self.db.conn.execute(
+                    "SELECT id FROM chunks WHERE id <= ?", (m["max_row"],))), dtype=np.int64)
+                mine = mi.row_ids[: mi.n][mi.alive[: mi.n]]
+                mi.kill(mine[~np.isin(mine, live)].tolist())
+                mi.last_tomb = pruned_tomb
+            if mi.last_vec < pruned_vec:
+                waiting = mi.row_ids[: mi.n][mi.alive[: mi.n] & ~mi.has_vec[: mi.n]]
+                self._load_vectors(mi, waiting.tolist())
+                mi.last_vec = pruned_vec
+            self._dates = m["dates"]
+            return mi
+        mi = MemIndex()
+        self.snapshot_loaded = False
+        mi.last_tomb, mi.last_vec = pruned_tomb, pruned_vec  # the rows read below reflect everything pruned
+        self._dates = self._meta("dates")
+        cur = self.db.conn.execute(
+            "SELECT id, kb_id, tenant, acl_sig, vector, terms, doc_day FROM chunks ORDER BY id")
+        mi.bulk_load(iter(lambda: [tuple(r) for r in cur.fetchmany(20000)], []))
+        return mi
+
+    # ---- maintenance: graphs and snapshots, off the request path ---------------------
+    def _kick(self) -> None:
+        """Start the maintenance thread when there is work (a graph to build, a snapshot to write)."""
+        if self._closed or not self._has_work():
+            return
+        with self._maint_lock:
+            if self._maint_thread is not None:
+                self._maint_again = True
+                return
+            self._maint_thread = threading.Thread(target=self._maintain_loop, name="gw-index-maintenance", daemon=True)
+            self._maint_thread.start()
+
+    def _has_work(self) -> bool:
+        mi = self._mi
+        return mi.merge_wanted or mi.vecs.next_job() is not None or self._snapshot_due(mi)
+
+    def _snapshot_due(self, mi: MemIndex) -> bool:
+        return mi.main_n >= self.snapshot_min and self._saved != (id(mi), mi.main_n)
+
+    def _maintain_loop(self) -> None:
+        while True:
+            try:
+                self.maintain()
+            except Exception:  # noqa: BLE001 - the index still serves (exactly); the next write retries
+                import logging
+
+                logging.getLogger(__name__).exception("index maintenance failed")
+            with self._maint_lock:
+                if not self._maint_again or self._closed:
+                    self._maint_thread = None
+                    return
+                self._maint_again = False
+
+    def maintain(self) -> None:
+        """Merge the keyword delta, build pending HNSW graphs (each computed outside the lock
+        and swapped in under it), then write a snapshot when the main segment has changed. Runs on the maintenance thread;
+        tests and benchmarks may call it directly."""
+        with self._sync_lock.read():
+            mi = self._mi
+            plan = mi.merge_plan() if mi.merge_wanted else None
+        if plan is not None:
+            clock = time.perf_counter()
+            built = MemIndex.build_merge(plan)  # seconds at 1M chunks: searches and writes go on
+            self.longest_merge_build_ms = max(self.longest_merge_build_ms, _lap(clock))
+            with self._sync_lock.write():
+                if self._mi is mi:
+                    mi.install_merge(plan, built)
+        while True:
+            with self._sync_lock.read():
+                mi = self._mi
+                job = mi.vecs.next_job()
+            if job is None:
+                break
+            VectorIndex.run(job)
+            with self._sync_lock.write():
+                if self._mi is mi:
+                    mi.vecs.install(job)
+        with self._sync_lock.read():
+            mi = self._mi
+            if not self._snapshot_due(mi) or mi.vecs.next_job() is not None:
+                return
+            key = (id(mi), mi.main_n)
+            view = snapshot.capture(mi, {"last_tomb": mi.last_tomb, "last_vec": mi.last_vec, "dates": self._dates,
+                                         "store_id": self._store_id})
+        snapshot.write(view, self._snap_dir)
+        self._saved = key
+
+    def wait_maintenance(self, timeout: float | None = None) -> None:
+        """Wait until the maintenance thread is idle."""
+        while (t := self._maint_thread) is not None:
+            t.join(timeout)
+            if timeout is not None:
+                return
 
     def _report_progress(self, mi: MemIndex) -> None:
         """Record how far this store has replayed the logs (what pruning must keep). Never
@@ -246,6 +374,20 @@ class EmbeddedStore:
                     self._vocab[r[1]] = r[0]
         return self._vocab
 
+    def _lookup_terms(self, terms: list[str]) -> dict[str, int]:
+        """Vocabulary ids of these terms (cached; the misses in one indexed read). Terms no
+        chunk contains are left out."""
+        missing = [t for t in set(terms) if t not in self._vocab]
+        for start in range(0, len(missing), 500):
+            part = missing[start : start + 500]
+            for r in self.db.query(f"SELECT id, term FROM vocab WHERE term IN ({','.join('?' * len(part))})", part):
+                self._vocab[r[1]] = r[0]
+        return {t: self._vocab[t] for t in terms if t in self._vocab}
+
+    def _known_terms(self, terms: list[str]) -> list[int]:
+        ids = self._lookup_terms(terms)
+        return [ids[t] for t in terms if t in ids]
+
     def _check_vectors(self, vectors: np.ndarray, n: int) -> np.ndarray:
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != n:
@@ -294,7 +436,6 @@ class EmbeddedStore:
             # Ids handed out inside the rolled-back transaction do not exist: forget them all
             # and reload the vocabulary on the next sync.
             self._vocab.clear()
-            self._max_vocab = 0
             self._generation = -1
             raise
         self._sync()
@@ -372,7 +513,8 @@ class EmbeddedStore:
                 f"SELECT id FROM chunks WHERE doc_id IN ({','.join('?' * len(f.doc_ids))})", list(f.doc_ids)
             ) if f.doc_ids else []
             allowed = np.zeros(mi.n, dtype=bool)
-            allowed[[mi.pos[r[0]] for r in rows if r[0] in mi.pos]] = True
+            pos = mi.positions([r[0] for r in rows])
+            allowed[pos[pos >= 0]] = True
             m &= allowed
         days = f.day_range()
         if days is not None:
@@ -418,7 +560,7 @@ class EmbeddedStore:
         if k <= 0:
             return []
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
-        terms = [self._vocab[t] for t in query_terms(query) if t in self._vocab]
+        terms = self._known_terms(query_terms(query))
         n = max(k * overfetch, k)
         t = {} if timings is None else timings
         clock = time.perf_counter()
@@ -435,21 +577,23 @@ class EmbeddedStore:
             clock = time.perf_counter()
             # alpha 0 ranks by keywords alone: no mat-vec (the results still carry each one's
             # cosine, computed for those few rows only)
+            vec: dict[int, float] = {}
             if alpha > 0 and mi.dim:
-                vec = mi.mat[: mi.n] @ q
                 # a chunk without its vector yet takes part on the keyword side only
-                vec_top = self._top_positions(mi, vec, mask & mi.has_vec[: mi.n], n)
+                vec_top, vec_scores = mi.vecs.search(q, n, mask & mi.has_vec[: mi.n])
+                vec.update(zip(vec_top.tolist(), vec_scores.tolist()))
             else:
-                vec = np.zeros(mi.n, dtype=np.float32)
-                if mi.dim and len(kw_top):
-                    vec[kw_top] = mi.mat[kw_top] @ q
                 vec_top = np.zeros(0, dtype=np.int64)
+            # each keyword hit's cosine too (alpha 0: for those few rows only, no search)
+            missing = [int(p) for p in kw_top if int(p) not in vec]
+            if mi.dim and missing:
+                vec.update(zip(missing, mi.vecs.dot(missing, q).tolist()))
             t["vector"] = _lap(clock)
             clock = time.perf_counter()
             fused = fuse_ranked(
-                [(int(p), float(kw[p])) for p in kw_top], [(int(p), float(vec[p])) for p in vec_top], alpha, fusion
+                [(int(p), float(kw[p])) for p in kw_top], [(int(p), vec[int(p)]) for p in vec_top], alpha, fusion
             )[:k]
-            score_of = {int(mi.row_ids[p]): {"keyword": float(kw[p]), "vector": float(vec[p]), "fused": s}
+            score_of = {int(mi.row_ids[p]): {"keyword": float(kw[p]), "vector": float(vec.get(p, 0.0)), "fused": s}
                         for p, s in fused}
             rows = [int(mi.row_ids[p]) for p, _ in fused]
         t["fusion"] = _lap(clock)
@@ -487,7 +631,7 @@ class EmbeddedStore:
 
     def keyword_search(self, query: str, k: int, filters: SearchFilters) -> list[ScoredChunk]:
         self._sync()
-        terms = [self._vocab[t] for t in query_terms(query) if t in self._vocab]
+        terms = self._known_terms(query_terms(query))
         if not terms or k <= 0:
             return []
         with self._sync_lock.read():  # a merge or reload on another thread must not swap arrays mid-query
@@ -507,8 +651,10 @@ class EmbeddedStore:
                 return []
             if q.shape[0] != mi.dim:
                 raise ValueError(f"query vector size {q.shape[0]} does not match the store's {mi.dim}")
-            scores = mi.mat[: mi.n] @ q
-            top = self._top(mi, scores, self._mask(mi, filters) & mi.has_vec[: mi.n], k)
+            pos, scores = mi.vecs.search(q, k, self._mask(mi, filters) & mi.has_vec[: mi.n])
+            # ties: older row first, as the exact path orders them
+            order = np.lexsort((mi.row_ids[pos], -scores))
+            top = [(int(mi.row_ids[pos[i]]), float(scores[i])) for i in order]
         return self._materialise([r for r, _ in top], {r: {"vector": s} for r, s in top}, "vector")
 
     def idf(self, terms) -> dict[str, float]:
@@ -517,8 +663,9 @@ class EmbeddedStore:
         mi = self._mi
         n = max(mi.alive_count, 1)
         out = {}
+        ids = self._lookup_terms(list(terms))
         for t in terms:
-            tid = self._vocab.get(t)
+            tid = ids.get(t)
             df = int(mi.df[tid]) if tid is not None and tid < len(mi.df) else 0
             out[t] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
         return out
@@ -545,12 +692,13 @@ class EmbeddedStore:
             f"SELECT chunk_id, id FROM chunks WHERE chunk_id IN ({','.join('?' * len(chunk_ids))})", list(chunk_ids)
         ) if chunk_ids else []
         rid = {r["chunk_id"]: r["id"] for r in rows}
-        mi = self._mi
-        out = np.zeros((len(chunk_ids), mi.dim), dtype=np.float32)
-        for i, cid in enumerate(chunk_ids):
-            p = mi.pos.get(rid.get(cid, -1))
-            if p is not None:
-                out[i] = mi.mat[p]
+        with self._sync_lock.read():
+            mi = self._mi
+            out = np.zeros((len(chunk_ids), mi.dim), dtype=np.float32)
+            pos = mi.positions([rid.get(cid, -1) for cid in chunk_ids])
+            have = np.flatnonzero(pos >= 0)
+            if len(have) and mi.dim:
+                out[have] = mi.vecs.get(pos[have])
         return out
 
     def count(self, kb_id: str | None = None) -> int:
@@ -572,10 +720,31 @@ class EmbeddedStore:
             "vectors": live,
             "keyword_rows": mi.alive_count,
             "dim": mi.dim,
+            "vector_index": self.vector_index_kind,
         }
 
+    @property
+    def vector_index_kind(self) -> str:
+        segs = self._mi.vecs.segments
+        if not segs:
+            return "exact fp32 mat-vec"
+        graphs = sum(s.graph is not None for s in segs)
+        return f"{graphs} HNSW-SQ8 segment(s) over {segs[-1].end} rows + exact fp32 tail"
+
     def close(self) -> None:
-        """Stop holding log pruning back (the database itself belongs to the caller)."""
+        """Finish pending graphs and write the snapshot (the next open maps it), then stop
+        holding log pruning back (the database itself belongs to the caller)."""
+        try:
+            self.wait_maintenance()
+            if self._mi.n >= self.snapshot_min:
+                with self._sync_lock.write():
+                    self._mi.merge()  # the snapshot holds the main segment: fold the delta in
+            self.maintain()
+        except Exception:  # noqa: BLE001 - a snapshot is a cache: the next open reads SQLite
+            import logging
+
+            logging.getLogger(__name__).exception("index snapshot at close failed")
+        self._closed = True
         try:
             with self.db.lock:
                 self.db.conn.execute("DELETE FROM store_readers WHERE reader=?", (self._reader,))

@@ -1,13 +1,19 @@
-"""In-memory search structures of the embedded store, rebuilt from SQLite on open and kept in
-sync incrementally: one row position per chunk, shared by
+"""In-memory search structures of the embedded store, loaded from a snapshot (or SQLite) on
+open and kept in sync incrementally: one row position per chunk, shared by
 
-- the vector index: a growable float32 matrix (exact cosine by one mat-vec),
-- the keyword index: BM25 over term postings, a large immutable segment (term-major CSC
-  arrays, built with one argsort) plus a small delta segment for rows added since; the
-  delta is merged when it passes 10% of the main segment, so adds cost milliseconds and
-  merges are amortised,
-- per-row filter codes (knowledge base, tenant; the ACL signature is kept but filters
-  nothing: access is per knowledge base) and a tombstone mask.
+- the vectors (`VectorIndex`: exact while small, HNSW segments as it grows),
+- the keyword index: BM25 over term postings, a large segment (term-major CSC arrays, plus
+  the row-major forward arrays a delete needs to update document frequencies) and a small
+  delta segment for rows added since; the delta is merged when it passes 10% of the main
+  segment, in O(postings) without a sort and without moving any row, so adds cost
+  milliseconds and merges are amortised,
+- per-row filter codes (knowledge base, tenant, document date; the ACL signature is kept but
+  filters nothing: access is per knowledge base) and a tombstone mask.
+
+Memory: a row costs ~30 bytes of row arrays; postings and forward entries 6 bytes each
+(int32 position or term, uint16 tf); none of it is a Python object per row, and the large
+arrays can be memory-mapped from a snapshot (rag_core/stores/snapshot.py). Dead rows keep
+their position until a third of the rows are dead, then one compaction drops them.
 
 Scores are computed with the live statistics (N, df, avgdl over rows not deleted), so
 BM25 after deletes equals BM25 of a fresh index. Query cost: Σ over query terms of their
@@ -20,10 +26,16 @@ import math
 
 import numpy as np
 
+from .vector_index import VectorIndex
+
 # Anserini's BEIR defaults (k1=0.9, b=0.4), taken as they are (not tuned here); keyword-only
 # results with them: benchmarks/results/eval_beir.jsonl (`python -m rag_core eval beir --mode keyword`)
 K1 = 0.9
 B = 0.4
+TF_MAX = 65535  # tf is stored as uint16; a term repeated more often in one chunk is capped
+
+ROW_ARRAYS = ("row_ids", "alive", "has_vec", "kb", "tenant", "sig", "day", "dl")
+KEYWORD_ARRAYS = ("term_ptr", "post_pos", "post_tf", "fwd_ptr", "fwd_term", "fwd_tf", "df")
 
 
 def encode_terms(term_ids: list[int], tfs: list[int]) -> bytes:
@@ -36,41 +48,53 @@ def decode_terms(blob: bytes) -> tuple[np.ndarray, np.ndarray]:
     return arr[:half], arr[half:]
 
 
+def _tf16(tfs) -> np.ndarray:
+    return np.minimum(np.asarray(tfs), TF_MAX).astype(np.uint16)
+
+
 class MemIndex:
     def __init__(self, k1: float = K1, b: float = B) -> None:
         self.k1, self.b = k1, b
-        self.dim = 0
         self.n = 0  # positions used (alive + dead)
-        cap = 0
-        self.mat = np.zeros((cap, 0), dtype=np.float32)
-        self.row_ids = np.zeros(cap, dtype=np.int64)
-        self.alive = np.zeros(cap, dtype=bool)
-        self.has_vec = np.zeros(cap, dtype=bool)  # False: keyword-searchable, vector not embedded yet
-        self.kb = np.zeros(cap, dtype=np.int32)
-        self.tenant = np.zeros(cap, dtype=np.int32)
-        self.sig = np.zeros(cap, dtype=np.int32)
-        self.day = np.zeros(cap, dtype=np.int32)  # the document's date (models.iso_to_day; 0 unknown)
-        self.dl = np.zeros(cap, dtype=np.float32)
-        self.pos: dict[int, int] = {}
+        self.row_ids = np.zeros(0, dtype=np.int64)  # ascending: rows arrive in id order
+        self.alive = np.zeros(0, dtype=bool)
+        self.has_vec = np.zeros(0, dtype=bool)  # False: keyword-searchable, vector not embedded yet
+        self.kb = np.zeros(0, dtype=np.int32)
+        self.tenant = np.zeros(0, dtype=np.int32)
+        self.sig = np.zeros(0, dtype=np.int32)
+        self.day = np.zeros(0, dtype=np.int32)  # the document's date (models.iso_to_day; 0 unknown)
+        self.dl = np.zeros(0, dtype=np.float32)
         self.codes: dict[str | None, int] = {None: 0}
         self.max_row = 0
         self.last_tomb = 0
         self.last_vec = 0  # last vector_updates seq applied
         self.dead = 0
+        self.vecs = VectorIndex()
         # keyword statistics over alive rows
         self.df = np.zeros(1024, dtype=np.int32)
         self.alive_count = 0
         self.total_dl = 0.0
-        # per-row terms (needed to update df on delete and to rebuild segments)
-        self.row_terms: list[tuple[np.ndarray, np.ndarray] | None] = []
-        # main segment: positions [0, main_n)
+        # main segment: positions [0, main_n), term-major postings and row-major terms
         self.main_n = 0
         self.term_ptr = np.zeros(1, dtype=np.int64)
         self.post_pos = np.zeros(0, dtype=np.int32)
-        self.post_tf = np.zeros(0, dtype=np.float32)
-        # delta segment: term id -> (positions, tfs) lists
+        self.post_tf = np.zeros(0, dtype=np.uint16)
+        self.fwd_ptr = np.zeros(1, dtype=np.int64)
+        self.fwd_term = np.zeros(0, dtype=np.int32)
+        self.fwd_tf = np.zeros(0, dtype=np.uint16)
+        # delta segment: positions [main_n, n)
+        self.delta_rows: list[tuple[np.ndarray, np.ndarray]] = []
         self.delta: dict[int, tuple[list[int], list[int]]] = {}
         self.delta_entries = 0
+        self.layout = 0  # bumped by every merge and compaction: a merge planned before is void
+
+    @property
+    def merge_wanted(self) -> bool:
+        return self.delta_entries > self.merge_threshold()
+
+    @property
+    def dim(self) -> int:
+        return self.vecs.dim
 
     # ---- helpers ---------------------------------------------------------------------
     def code(self, value: str | None) -> int:
@@ -79,25 +103,46 @@ class MemIndex:
             c = self.codes[value] = len(self.codes)
         return c
 
+    def positions(self, row_ids) -> np.ndarray:
+        """Positions of these row ids, -1 where the row is not here (never was, or compacted)."""
+        rids = np.asarray(row_ids, dtype=np.int64)
+        ids = self.row_ids[: self.n]
+        p = np.searchsorted(ids, rids)
+        found = p < self.n
+        found[found] = ids[p[found]] == rids[found]
+        return np.where(found, p, -1)
+
+    def position(self, row_id: int) -> int | None:
+        p = int(self.positions([row_id])[0])
+        return p if p >= 0 and self.alive[p] else None
+
+    def terms_of(self, p: int) -> tuple[np.ndarray, np.ndarray]:
+        if p < self.main_n:
+            a, b = self.fwd_ptr[p], self.fwd_ptr[p + 1]
+            return self.fwd_term[a:b], self.fwd_tf[a:b]
+        return self.delta_rows[p - self.main_n]
+
     def _grow(self, need: int) -> None:
         cap = len(self.row_ids)
         if need <= cap:
             return
         new_cap = max(need, cap * 2, 1024)
-        for name in ("row_ids", "alive", "has_vec", "kb", "tenant", "sig", "day", "dl"):
+        for name in ROW_ARRAYS:
             old = getattr(self, name)
             arr = np.zeros(new_cap, dtype=old.dtype)
             arr[: self.n] = old[: self.n]
             setattr(self, name, arr)
-        mat = np.zeros((new_cap, self.dim), dtype=np.float32)
-        mat[: self.n] = self.mat[: self.n]
-        self.mat = mat
 
     def _ensure_df(self, max_term: int) -> None:
         if max_term >= len(self.df):
             df = np.zeros(max(max_term + 1, len(self.df) * 2), dtype=np.int32)
             df[: len(self.df)] = self.df
             self.df = df
+
+    def _set_dim(self, dim: int) -> None:
+        """The vector size is known from the first vector seen (keyword-only rows come first
+        when a document is searchable before it is embedded)."""
+        self.vecs.set_dim(dim)
 
     # ---- writes ----------------------------------------------------------------------
     def append(self, rows: list[tuple]) -> None:
@@ -108,9 +153,8 @@ class MemIndex:
         self._grow(self.n + len(rows))
         start = self.n
         s = slice(start, start + len(rows))
-        for i, r in enumerate(rows):  # an empty blob: the vector comes later (set_vectors)
-            if r[4]:
-                self.mat[start + i] = np.frombuffer(r[4], dtype=np.float32)
+        # an empty blob: the vector comes later (set_vectors)
+        self.vecs.append([np.frombuffer(r[4], dtype=np.float32) if r[4] else None for r in rows])
         self.has_vec[s] = [bool(r[4]) for r in rows]
         self.row_ids[s] = [r[0] for r in rows]
         self.kb[s] = [self.code(r[1]) for r in rows]
@@ -120,10 +164,10 @@ class MemIndex:
         self.alive[s] = True
         for i, r in enumerate(rows):
             p = start + i
-            self.pos[r[0]] = p
             ids, tfs = decode_terms(r[5])
-            self.row_terms.append((ids, tfs))
-            dl = float(tfs.sum())
+            tfs = _tf16(tfs)
+            self.delta_rows.append((ids, tfs))
+            dl = float(tfs.sum(dtype=np.int64))
             self.dl[p] = dl
             self.total_dl += dl
             if len(ids):
@@ -139,105 +183,195 @@ class MemIndex:
         self.n += len(rows)
         self.alive_count += len(rows)
         self.max_row = max(self.max_row, rows[-1][0])
-        if self.delta_entries > max(200_000, len(self.post_pos) // 10):
-            self.rebuild()
+        # The maintenance thread merges past one threshold, off the lock; inline only when
+        # it has fallen three behind (a delta that large slows every keyword query).
+        if self.delta_entries > 3 * self.merge_threshold():
+            self.merge()
 
-    def bulk_load(self, rows: list[tuple]) -> None:
-        """Cold start into an empty index: arrays built in bulk, straight into the main
-        segment (the per-row delta path costs ~10x more)."""
+    def bulk_load(self, batches) -> None:
+        """Cold start into an empty index from batches of rows (as `append` takes them):
+        arrays built in bulk, straight into the main segment (the per-row delta path costs
+        ~10x more); vectors stream into the vector index batch by batch."""
         assert self.n == 0
-        if not rows:
+        terms, tfs, lens = [], [], []
+        for rows in batches:
+            if not rows:
+                continue
+            m = len(rows)
+            self._set_dim(next((len(r[4]) // 4 for r in rows if r[4]), 0))
+            self._grow(self.n + m)
+            s = slice(self.n, self.n + m)
+            has = np.fromiter((bool(r[4]) for r in rows), dtype=bool, count=m)
+            self.has_vec[s] = has
+            if self.dim:
+                zero = bytes(4 * self.dim)
+                block = np.frombuffer(b"".join(r[4] or zero for r in rows), dtype=np.float32).reshape(m, self.dim)
+                self.vecs.append_block(block)
+            else:
+                self.vecs.append([None] * m)
+            self.row_ids[s] = np.fromiter((r[0] for r in rows), dtype=np.int64, count=m)
+            self.kb[s] = np.fromiter((self.code(r[1]) for r in rows), dtype=np.int32, count=m)
+            self.tenant[s] = np.fromiter((self.code(r[2]) for r in rows), dtype=np.int32, count=m)
+            self.sig[s] = np.fromiter((r[3] for r in rows), dtype=np.int32, count=m)
+            self.day[s] = np.fromiter((r[6] if len(r) > 6 else 0 for r in rows), dtype=np.int32, count=m)
+            self.alive[s] = True
+            decoded = [decode_terms(r[5]) for r in rows]
+            lens.append(np.fromiter((len(d[0]) for d in decoded), dtype=np.int64, count=m))
+            if lens[-1].sum():
+                terms.append(np.concatenate([d[0] for d in decoded]))
+                tfs.append(_tf16(np.concatenate([d[1] for d in decoded])))
+            self.n += m
+            self.max_row = int(self.row_ids[self.n - 1])
+        if not self.n:
             return
-        n = len(rows)
-        self.dim = next((len(r[4]) // 4 for r in rows if r[4]), 0)
-        self.has_vec = np.fromiter((bool(r[4]) for r in rows), dtype=bool, count=n)
-        zero = bytes(4 * self.dim)
-        self.mat = np.frombuffer(b"".join(r[4] or zero for r in rows), dtype=np.float32).reshape(n, self.dim).copy()
-        self.row_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=n)
-        self.kb = np.fromiter((self.code(r[1]) for r in rows), dtype=np.int32, count=n)
-        self.tenant = np.fromiter((self.code(r[2]) for r in rows), dtype=np.int32, count=n)
-        self.sig = np.fromiter((r[3] for r in rows), dtype=np.int32, count=n)
-        self.day = np.fromiter((r[6] if len(r) > 6 else 0 for r in rows), dtype=np.int32, count=n)
-        self.alive = np.ones(n, dtype=bool)
-        self.row_terms = [decode_terms(r[5]) for r in rows]
-        self.dl = np.fromiter((t[1].sum() for t in self.row_terms), dtype=np.float32, count=n)
-        self.total_dl = float(self.dl.sum(dtype=np.float64))
-        all_terms = np.concatenate([t[0] for t in self.row_terms]) if n else np.zeros(0, dtype=np.int32)
-        if len(all_terms):
-            self._ensure_df(int(all_terms.max()))
-            self.df[: int(all_terms.max()) + 1] += np.bincount(all_terms).astype(np.int32)
-        self.pos = {int(r): i for i, r in enumerate(self.row_ids)}
-        self.n = self.alive_count = n
-        self.max_row = int(self.row_ids.max())
-        self.rebuild()
-
-    def _set_dim(self, dim: int) -> None:
-        """The vector size is known from the first vector seen (keyword-only rows come first
-        when a document is searchable before it is embedded)."""
-        if dim and not self.dim:
-            self.dim = dim
-            self.mat = np.zeros((len(self.row_ids), dim), dtype=np.float32)
+        lens_all = np.concatenate(lens)
+        self.fwd_ptr = np.concatenate([[0], np.cumsum(lens_all)]).astype(np.int64)
+        self.fwd_term = np.concatenate(terms) if terms else np.zeros(0, dtype=np.int32)
+        self.fwd_tf = np.concatenate(tfs) if tfs else np.zeros(0, dtype=np.uint16)
+        row_of = np.repeat(np.arange(self.n, dtype=np.int32), lens_all)
+        self.dl[: self.n] = np.bincount(row_of, weights=self.fwd_tf, minlength=self.n).astype(np.float32)
+        self.total_dl = float(self.dl[: self.n].sum(dtype=np.float64))
+        if len(self.fwd_term):
+            self._ensure_df(int(self.fwd_term.max()))
+            counts = np.bincount(self.fwd_term, minlength=len(self.df))
+            self.df[: len(counts)] += counts.astype(np.int32)
+            order = np.argsort(self.fwd_term, kind="stable")
+            self.post_pos = row_of[order]
+            self.post_tf = self.fwd_tf[order]
+            del order
+            self.term_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self.alive_count = self.n
+        self.main_n = self.n
 
     def set_vectors(self, row_ids: list[int], vectors: np.ndarray) -> None:
         if not len(row_ids):
             return
         self._set_dim(vectors.shape[1])
-        for rid, vec in zip(row_ids, vectors):
-            p = self.pos.get(rid)
-            if p is not None:
-                self.mat[p] = vec
-                self.has_vec[p] = True
+        pos = self.positions(row_ids)
+        ok = pos >= 0
+        self.vecs.set(pos[ok].tolist(), np.asarray(vectors)[ok])
+        self.has_vec[pos[ok]] = True
 
     def set_days(self, row_ids: list[int], days: list[int]) -> None:
-        for rid, d in zip(row_ids, days):
-            p = self.pos.get(rid)
-            if p is not None:
-                self.day[p] = d
+        pos = self.positions(row_ids)
+        ok = pos >= 0
+        self.day[pos[ok]] = np.asarray(days, dtype=np.int32)[ok]
 
     def kill(self, row_ids: list[int]) -> None:
-        for rid in row_ids:
-            p = self.pos.pop(rid, None)
-            if p is None or not self.alive[p]:
+        for p in self.positions(row_ids).tolist():
+            if p < 0 or not self.alive[p]:
                 continue
             self.alive[p] = False
             self.dead += 1
             self.alive_count -= 1
             self.total_dl -= float(self.dl[p])
-            terms = self.row_terms[p]
-            if terms is not None and len(terms[0]):
-                self.df[terms[0]] -= 1
-            self.row_terms[p] = None
+            ids, _ = self.terms_of(p)
+            if len(ids):
+                self.df[ids] -= 1
         # Compact when a third is tombstones, so deletes never make search slower for long.
         if self.dead > 1000 and self.dead * 3 > self.n:
-            self.rebuild()
+            self.compact()
 
-    def rebuild(self) -> None:
-        """Drop tombstones and merge the delta into one term-major segment."""
-        keep = np.flatnonzero(self.alive[: self.n])
-        for name in ("row_ids", "alive", "has_vec", "kb", "tenant", "sig", "day", "dl"):
+    def merge_threshold(self) -> int:
+        return max(200_000, len(self.post_pos) // 10)
+
+    def merge(self) -> None:
+        """Fold the delta into the main segment, here and now (tests, close, and a delta
+        that outgrew three thresholds because the maintenance thread fell behind)."""
+        if self.main_n == self.n:
+            return
+        self.install_merge(self.merge_plan(), self.build_merge(self.merge_plan()))
+
+    def merge_plan(self) -> dict:
+        """What a merge reads, taken under the read lock: the main arrays (replaced on every
+        merge, never changed in place) and the delta rows so far."""
+        return {"layout": self.layout, "main_n": self.main_n, "upto": self.n, "T": len(self.df),
+                "rows": self.delta_rows[: self.n - self.main_n],
+                **{name: getattr(self, name) for name in ("term_ptr", "post_pos", "post_tf", "fwd_ptr", "fwd_term", "fwd_tf")}}
+
+    @staticmethod
+    def build_merge(plan: dict) -> dict:
+        """The merged main segment, computed without any lock: rows keep their positions (the
+        vector segments are keyed by them); each delta posting is inserted at the end of its
+        term's run, O(postings) plus a sort of the delta alone."""
+        rows, T = plan["rows"], plan["T"]
+        term_ptr, post_pos, post_tf = plan["term_ptr"], np.asarray(plan["post_pos"]), np.asarray(plan["post_tf"])
+        r_lens = np.fromiter((len(r[0]) for r in rows), dtype=np.int64, count=len(rows))
+        main_counts = np.zeros(T, dtype=np.int64)
+        old = np.diff(term_ptr)
+        main_counts[: len(old)] = old
+        out = {}
+        if r_lens.sum():
+            d_terms = np.concatenate([r[0] for r in rows]).astype(np.int64)
+            d_tf = np.concatenate([r[1] for r in rows]).astype(np.uint16)
+            d_pos = np.repeat(np.arange(plan["main_n"], plan["upto"], dtype=np.int32), r_lens)
+            order = np.argsort(d_terms, kind="stable")  # by term, positions ascending within one
+            d_terms, d_tf, d_pos = d_terms[order], d_tf[order], d_pos[order]
+            # the end of each term's run in the old postings (new terms: the very end)
+            ends = np.full(len(d_terms), len(post_pos), dtype=np.int64)
+            known = d_terms + 1 < len(term_ptr)
+            ends[known] = term_ptr[d_terms[known] + 1]
+            out["post_pos"] = np.insert(post_pos, ends, d_pos)
+            out["post_tf"] = np.insert(post_tf, ends, d_tf)
+            main_counts += np.bincount(d_terms, minlength=T)[:T]
+            out["fwd_term"] = np.concatenate([np.asarray(plan["fwd_term"])] + [r[0] for r in rows]).astype(np.int32)
+            out["fwd_tf"] = np.concatenate([np.asarray(plan["fwd_tf"])] + [r[1] for r in rows]).astype(np.uint16)
+        out["term_ptr"] = np.concatenate([[0], np.cumsum(main_counts)]).astype(np.int64)
+        fwd_ptr = plan["fwd_ptr"]
+        out["fwd_ptr"] = np.concatenate([np.asarray(fwd_ptr), fwd_ptr[-1] + np.cumsum(r_lens)]).astype(np.int64)
+        return out
+
+    def install_merge(self, plan: dict, built: dict) -> bool:
+        """Swap the merged segment in (under the write lock). Rows added while it was built
+        stay in the delta; False when a compaction renumbered the rows meanwhile."""
+        if plan["layout"] != self.layout or plan["main_n"] != self.main_n:
+            return False
+        for name, arr in built.items():
+            setattr(self, name, arr)
+        upto = plan["upto"]
+        self.delta_rows = self.delta_rows[upto - self.main_n :]
+        self.main_n = upto
+        self.delta, self.delta_entries = {}, 0
+        for i, (ids, tfs) in enumerate(self.delta_rows):
+            p = upto + i
+            for t, tf in zip(ids.tolist(), tfs.tolist()):
+                entry = self.delta.get(t)
+                if entry is None:
+                    entry = self.delta[t] = ([], [])
+                entry[0].append(p)
+                entry[1].append(tf)
+            self.delta_entries += len(ids)
+        self.layout += 1
+        return True
+
+    def compact(self) -> None:
+        """Drop dead rows: positions renumbered, postings filtered in place order (O(postings)),
+        vectors resealed."""
+        self.merge()
+        alive = self.alive[: self.n]
+        keep = np.flatnonzero(alive)
+        newpos = np.full(self.n, -1, dtype=np.int64)
+        newpos[keep] = np.arange(len(keep))
+        post_pos = np.asarray(self.post_pos)
+        sel = alive[post_pos]
+        kept = np.concatenate([[0], np.cumsum(sel, dtype=np.int64)])
+        self.term_ptr = kept[self.term_ptr]
+        self.post_pos = newpos[post_pos[sel]].astype(np.int32)
+        self.post_tf = np.asarray(self.post_tf)[sel]
+        lens = np.diff(self.fwd_ptr)
+        entry_keep = np.repeat(alive, lens)
+        self.fwd_term = np.asarray(self.fwd_term)[entry_keep]
+        self.fwd_tf = np.asarray(self.fwd_tf)[entry_keep]
+        self.fwd_ptr = np.concatenate([[0], np.cumsum(lens[keep])]).astype(np.int64)
+        for name in ROW_ARRAYS:
             setattr(self, name, getattr(self, name)[keep].copy())
-        self.mat = self.mat[keep].copy() if self.dim else self.mat
-        self.row_terms = [self.row_terms[i] for i in keep.tolist()]
-        self.n = len(keep)
-        self.pos = {int(r): i for i, r in enumerate(self.row_ids[: self.n])}
-        self.dead = 0
-        lens = np.fromiter((len(t[0]) for t in self.row_terms), dtype=np.int64, count=self.n)
-        if lens.sum():
-            terms = np.concatenate([t[0] for t in self.row_terms])
-            tfs = np.concatenate([t[1] for t in self.row_terms]).astype(np.float32)
-            positions = np.repeat(np.arange(self.n, dtype=np.int32), lens)
-            order = np.argsort(terms, kind="stable")
-            terms, self.post_tf, self.post_pos = terms[order], tfs[order], positions[order]
-            self.term_ptr = np.zeros(len(self.df) + 1, dtype=np.int64)
-            np.add.at(self.term_ptr, terms.astype(np.int64) + 1, 1)
-            self.term_ptr = np.cumsum(self.term_ptr)
+        if self.dim:
+            self.vecs.compact(keep)
         else:
-            self.term_ptr = np.zeros(len(self.df) + 1, dtype=np.int64)
-            self.post_pos = np.zeros(0, dtype=np.int32)
-            self.post_tf = np.zeros(0, dtype=np.float32)
-        self.main_n = self.n
-        self.delta = {}
-        self.delta_entries = 0
+            self.vecs.n = len(keep)
+        self.n = self.main_n = len(keep)
+        self.dead = 0
+        self.layout += 1
 
     # ---- reads -----------------------------------------------------------------------
     def postings(self, t: int) -> tuple[np.ndarray, np.ndarray]:
@@ -250,12 +384,12 @@ class MemIndex:
         d = self.delta.get(t)
         if d:
             parts_p.append(np.asarray(d[0], dtype=np.int32))
-            parts_tf.append(np.asarray(d[1], dtype=np.float32))
+            parts_tf.append(np.asarray(d[1], dtype=np.uint16))
         if not parts_p:
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
         if len(parts_p) == 1:
-            return parts_p[0], parts_tf[0]
-        return np.concatenate(parts_p), np.concatenate(parts_tf)
+            return parts_p[0], parts_tf[0].astype(np.float32)
+        return np.concatenate(parts_p), np.concatenate(parts_tf).astype(np.float32)
 
     def bm25(self, term_ids: list[int]) -> np.ndarray:
         """BM25 score of every position for a query (dead rows may score; callers mask)."""

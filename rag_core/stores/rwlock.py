@@ -5,6 +5,7 @@ cannot starve an index update. Not reentrant: a thread holding it must not take 
 from __future__ import annotations
 
 import threading
+import time
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -15,6 +16,7 @@ class RWLock:
         self._readers = 0
         self._writer = False
         self._waiting = 0
+        self.longest_write_ms = 0.0  # the longest a writer has held searches off (benchmarks read it)
 
     @contextmanager
     def read(self) -> Iterator[None]:
@@ -40,9 +42,11 @@ class RWLock:
             finally:
                 self._waiting -= 1
             self._writer = True
+        start = time.perf_counter()
         try:
             yield
         finally:
             with self._cond:
+                self.longest_write_ms = max(self.longest_write_ms, (time.perf_counter() - start) * 1000)
                 self._writer = False
                 self._cond.notify_all()

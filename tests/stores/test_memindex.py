@@ -39,31 +39,44 @@ def row(rid: int, terms: list[int]) -> tuple:
     return (rid, "kb", None, 1, np.zeros(4, dtype=np.float32).tobytes(), encode_terms(ids, [terms.count(t) for t in ids]))
 
 
-def test_bm25_matches_formula_through_adds_deletes_and_merges():
+def test_bm25_matches_formula_through_adds_deletes_merges_and_compaction():
     rng = random.Random(1)
-    docs = {rid: [rng.randrange(12) for _ in range(rng.randrange(1, 30))] for rid in range(1, 301)}
+    docs = {rid: [rng.randrange(12) for _ in range(rng.randrange(1, 30))] for rid in range(1, 3001)}
     mi = MemIndex()
     items = list(docs.items())
-    mi.append([row(r, t) for r, t in items[:150]])
-    mi.rebuild()  # half in the main segment...
-    mi.append([row(r, t) for r, t in items[150:]])  # ...half in the delta
+    mi.append([row(r, t) for r, t in items[:1500]])
+    mi.merge()  # half in the main segment...
+    mi.append([row(r, t) for r, t in items[1500:]])  # ...half in the delta
     dead = [r for r in docs if r % 7 == 0]
     mi.kill(dead)
     live = {r: t for r, t in docs.items() if r % 7}
-    cold = MemIndex()  # what a restart builds: bulk load, then the same deletes
-    cold.bulk_load([row(r, t) for r, t in items])
+    cold = MemIndex()  # what a restart without a snapshot builds: bulk load, then the same deletes
+    cold.bulk_load([[row(r, t) for r, t in items[:1000]], [row(r, t) for r, t in items[1000:]]])
     cold.kill(dead)
     for query in ([0], [3, 5]):
         assert np.allclose(sorted(cold.bm25(query)[cold.alive[: cold.n]]), sorted(mi.bm25(query)[mi.alive[: mi.n]]), rtol=1e-5)
-    for query in ([0], [3, 5], [1, 1, 9], [11, 2, 4, 6]):
-        expected = brute_bm25(live, query, mi.k1, mi.b)
-        got = mi.bm25(query)
-        for rid, score in expected.items():
-            assert got[mi.pos[rid]] == pytest.approx(score, rel=1e-4)
-        mi.rebuild()  # the merged index scores the same
-        got = mi.bm25(query)
-        for rid, score in expected.items():
-            assert got[mi.pos[rid]] == pytest.approx(score, rel=1e-4)
+    queries = ([0], [3, 5], [1, 1, 9], [11, 2, 4, 6])
+    expected = {tuple(q): brute_bm25(live, q, mi.k1, mi.b) for q in queries}
+    for step in ("delta", "merged", "compacted"):
+        if step == "merged":
+            mi.merge()  # the merged index scores the same, rows where they were
+            assert mi.main_n == mi.n == 3000
+        if step == "compacted":
+            mi.compact()  # dead rows dropped, positions renumbered
+            assert mi.n == len(live)
+        for query in queries:
+            got = mi.bm25(query)
+            for rid, score in expected[tuple(query)].items():
+                assert got[mi.position(rid)] == pytest.approx(score, rel=1e-4), (step, rid)
+    assert all(mi.position(r) is None for r in dead)
+
+
+def test_a_third_dead_compacts_on_its_own():
+    mi = MemIndex()
+    mi.append([row(r, [r % 5, 7]) for r in range(1, 4001)])
+    mi.kill(list(range(1, 1401)))  # over a third, over 1000
+    assert mi.n == 2600 and mi.dead == 0 and mi.alive_count == 2600
+    assert int(mi.df[7]) == 2600 and mi.position(1401) == 0
 
 
 def test_analyzer_stems_folds_and_drops_stopwords():
@@ -93,3 +106,28 @@ def test_failed_add_leaves_no_vocabulary_ghosts(tmp_path):
         s.add_chunks(bad, np.eye(4, dtype=np.float32)[:2])
     s.add_chunks([Chunk(chunk_id="k/y#0", doc_id="y", kb_id="k", text="narwhal horn")], np.eye(4, dtype=np.float32)[:1])
     assert [r.chunk.doc_id for r in s.keyword_search("narwhal horn", 5, SearchFilters())] == ["y"]
+
+
+def test_a_merge_built_off_the_lock_keeps_rows_added_meanwhile_and_a_stale_one_is_refused():
+    rng = random.Random(2)
+    docs = {rid: [rng.randrange(12) for _ in range(rng.randrange(1, 20))] for rid in range(1, 601)}
+    items = list(docs.items())
+    mi = MemIndex()
+    mi.append([row(r, t) for r, t in items[:200]])
+    mi.merge()
+    mi.append([row(r, t) for r, t in items[200:400]])
+    plan = mi.merge_plan()  # what the maintenance thread reads under the read lock...
+    built = MemIndex.build_merge(plan)  # ...and builds with no lock held, while
+    mi.append([row(r, t) for r, t in items[400:]])  # a sync appends more and
+    mi.kill([5, 250, 450])  # deletes some (in main, in the merged part, in the newer delta)
+    assert mi.install_merge(plan, built)
+    assert mi.main_n == 400 and mi.n == 600 and len(mi.delta_rows) == 200
+    live = {r: t for r, t in docs.items() if r not in (5, 250, 450)}
+    for query in ([0], [3, 5], [11, 2, 4, 6]):
+        got = mi.bm25(query)
+        for rid, score in brute_bm25(live, query, mi.k1, mi.b).items():
+            assert got[mi.position(rid)] == pytest.approx(score, rel=1e-4)
+    stale = mi.merge_plan()
+    built = MemIndex.build_merge(stale)
+    mi.compact()  # positions renumbered: the plan's positions mean nothing now
+    assert not mi.install_merge(stale, built)
