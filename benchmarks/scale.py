@@ -219,14 +219,15 @@ def peak_rss_mb() -> float:
 
 def write_stall(store, emb, qs: list[str], folder: Path) -> dict:
     """Searches while documents are added (after the RSS above was taken): their latency and
-    the longest any write held searches off. The keyword merge threshold is dropped to zero
+    the longest any write held searches off. The keyword merge threshold is dropped to one posting
     for this phase, so the maintenance thread merges the delta into the main segment again
     and again while the ingest runs (each merge O(postings), seconds at 1M, built off the
     lock): the worst a merge can do to searches is in these figures."""
     from rag_core.models import Chunk, SearchFilters
     from rag_core.stores.memindex import MemIndex
 
-    MemIndex.merge_threshold = lambda self: 0
+    MemIndex.merge_threshold = lambda self: 1
+    MemIndex.inline_merge_factor = 10**9  # ...and all of them on the maintenance thread
     merges_before = store._mi.layout
 
     texts, base = cached_embeddings(Path(os.environ.get("GW_SCALE_CACHE", Path.home() / ".cache" / "groundwork-scale")))
@@ -247,8 +248,9 @@ def write_stall(store, emb, qs: list[str], folder: Path) -> dict:
     rng = np.random.default_rng(1)
     t0 = time.perf_counter()
     added = 0
+    run = os.urandom(4).hex()  # a rerun on a kept folder adds new documents, not the same ids
     for d in range(50):
-        chunks = [Chunk(chunk_id=f"new/d{d}#{i}", doc_id=f"new{d}", kb_id="kb-new", text=chunk_text(d * 100 + i, texts)[1],
+        chunks = [Chunk(chunk_id=f"new/{run}-d{d}#{i}", doc_id=f"new{run}-{d}", kb_id="kb-new", text=chunk_text(d * 100 + i, texts)[1],
                         ordinal=i) for i in range(100)]
         v = base[rng.integers(0, len(base), 100)] + rng.normal(scale=NOISE, size=(100, base.shape[1]))
         store.add_chunks(chunks, (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32))

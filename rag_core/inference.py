@@ -37,25 +37,31 @@ def cpu_session(model_path, threads: int = 0):
     return ort.InferenceSession(str(model_path), opts, providers=["CPUExecutionProvider"])
 
 
+# Overlap is counted across every model, not per model: a reader call that starts while
+# another session's embedding runs is not alone, and two wide sessions would oversubscribe
+# the cores just as two wide calls of one model would.
+_busy_lock = threading.Lock()
+_busy = 0
+
+
 class SessionPair:
     def __init__(self, make: Callable[[int], object], threads: int = 0):
         """`make(threads)` builds an InferenceSession (0: onnxruntime's default, all cores)."""
         self._make = make
         self.wide = make(threads)
         self._narrow = None
-        self._inflight = 0
-        self._lock = threading.Lock()
 
     @contextmanager
     def session(self) -> Iterator[object]:
-        with self._lock:
-            self._inflight += 1
-            crowded = self._inflight > 1
+        global _busy
+        with _busy_lock:
+            _busy += 1
+            crowded = _busy > 1
             if crowded and self._narrow is None:
                 self._narrow = self._make(1)
             chosen = self._narrow if crowded else self.wide
         try:
             yield chosen
         finally:
-            with self._lock:
-                self._inflight -= 1
+            with _busy_lock:
+                _busy -= 1

@@ -22,6 +22,7 @@ posting-list length, plus O(n) numpy passes for the mask and top-k; no Python lo
 
 from __future__ import annotations
 
+import bisect
 import math
 
 import numpy as np
@@ -53,6 +54,8 @@ def _tf16(tfs) -> np.ndarray:
 
 
 class MemIndex:
+    inline_merge_factor = 3
+
     def __init__(self, k1: float = K1, b: float = B) -> None:
         self.k1, self.b = k1, b
         self.n = 0  # positions used (alive + dead)
@@ -87,6 +90,7 @@ class MemIndex:
         self.delta: dict[int, tuple[list[int], list[int]]] = {}
         self.delta_entries = 0
         self.layout = 0  # bumped by every merge and compaction: a merge planned before is void
+        self.compactions = 0
 
     @property
     def merge_wanted(self) -> bool:
@@ -185,7 +189,7 @@ class MemIndex:
         self.max_row = max(self.max_row, rows[-1][0])
         # The maintenance thread merges past one threshold, off the lock; inline only when
         # it has fallen three behind (a delta that large slows every keyword query).
-        if self.delta_entries > 3 * self.merge_threshold():
+        if self.delta_entries > self.inline_merge_factor * self.merge_threshold():
             self.merge()
 
     def bulk_load(self, batches) -> None:
@@ -331,16 +335,15 @@ class MemIndex:
         upto = plan["upto"]
         self.delta_rows = self.delta_rows[upto - self.main_n :]
         self.main_n = upto
-        self.delta, self.delta_entries = {}, 0
-        for i, (ids, tfs) in enumerate(self.delta_rows):
-            p = upto + i
-            for t, tf in zip(ids.tolist(), tfs.tolist()):
-                entry = self.delta.get(t)
-                if entry is None:
-                    entry = self.delta[t] = ([], [])
-                entry[0].append(p)
-                entry[1].append(tf)
-            self.delta_entries += len(ids)
+        # Drop the merged rows from the delta postings: each term's positions ascend, so one
+        # bisection per term (not a loop over postings) — this runs under the write lock.
+        for t, (ps, tfs) in list(self.delta.items()):
+            i = bisect.bisect_left(ps, upto)
+            if i == len(ps):
+                del self.delta[t]
+            elif i:
+                self.delta[t] = (ps[i:], tfs[i:])
+        self.delta_entries = sum(len(r[0]) for r in self.delta_rows)
         self.layout += 1
         return True
 
@@ -372,6 +375,7 @@ class MemIndex:
         self.n = self.main_n = len(keep)
         self.dead = 0
         self.layout += 1
+        self.compactions += 1
 
     # ---- reads -----------------------------------------------------------------------
     def postings(self, t: int) -> tuple[np.ndarray, np.ndarray]:
