@@ -6,6 +6,12 @@ one (all cores, or the configured thread count) for a call that runs alone — a
 latency is what it was — and a *narrow* one (one thread, the calling thread) for calls that
 overlap, so N concurrent calls use N cores' worth of threads instead of queueing behind one
 another. The narrow session is loaded when calls first overlap.
+
+Why not one thread always (a decision, measured with benchmarks/concurrency.py on a 100k
+knowledge base, 2 cores): pinned to one thread, one session does 1.61 operations/s and four
+do 3.06 (1.90×); with this pair one session does 2.30/s (a lone answer p50 601 ms, not
+922 ms, using 1.62 cores) and four do 3.00 using 1.98 of the 2 cores — the machine's
+ceiling either way. Pinning would only slow a lone user down to make the ratio look better.
 """
 
 from __future__ import annotations
