@@ -206,7 +206,7 @@ class VectorIndex:
         return True
 
     def build_all(self) -> None:
-        """Build every pending graph inline (a compaction, a cold load without snapshot)."""
+        """Build every pending graph inline (tests; the store leaves this to its maintenance thread)."""
         while (job := self.next_job()) is not None:
             self.install(self.run(job))
 
