@@ -34,6 +34,7 @@ vectors, so returned scores are exact to fp16 rounding whichever path found them
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,6 +52,7 @@ HNSW_M = 32
 EF_CONSTRUCTION = 200
 EF_SEARCH = 256
 CANDIDATES = 100  # per graph, before exact rescoring
+BUILD_THREADS = 1  # OpenMP threads of a graph build (build_graph says why)
 
 
 def _faiss():
@@ -67,6 +69,10 @@ def build_graph(vec16: np.ndarray):
     """An HNSW graph over SQ8 codes of these vectors (labels 0..len-1). Pure: safe to run
     while searches use the segments it will replace."""
     faiss = _faiss()
+    # One OpenMP thread, for the calling thread only (the setting is per thread): graphs are
+    # built in the background while people search, and on two cores a build on both left
+    # searches ~360 ms p50 during a 1M rebuild. One thread builds ~1.7× slower.
+    faiss.omp_set_num_threads(BUILD_THREADS)
     x = np.ascontiguousarray(vec16, dtype=np.float32)
     index = faiss.IndexHNSWSQ(x.shape[1], faiss.ScalarQuantizer.QT_8bit, HNSW_M, faiss.METRIC_INNER_PRODUCT)
     index.hnsw.efConstruction = EF_CONSTRUCTION
@@ -214,12 +220,22 @@ class VectorIndex:
     def compact(self, keep: np.ndarray) -> None:
         """Positions renumbered to `keep` (dead rows dropped): everything is resealed. The
         graphs are rebuilt by the maintenance thread; until then those segments are searched
-        exactly, so a compaction never holds searches up for a graph build."""
-        vectors = self.get(keep)
-        self.segments, self.patches, self.n = [], {}, 0
-        self.tail = np.zeros((0, self.dim), dtype=np.float32)
-        for s in range(0, len(vectors), SEAL_ROWS * MERGE_FACTOR):
-            self.append_block(vectors[s : s + SEAL_ROWS * MERGE_FACTOR])
+        exactly, so a compaction never holds searches up for a graph build. Each segment is
+        gathered straight from the old layout (a shallow copy still holding it) into its
+        own arrays: gathering every vector at once as fp32 cost 1.5 GB of extra memory at
+        1M rows, and going through the tail copied each vector twice more (the vector part
+        of compacting 670k kept rows under the write lock: 6.1 s before, 4.5 s now)."""
+        old = copy.copy(self)
+        self.segments, self.patches = [], {}
+        full = len(keep) - len(keep) % SEAL_ROWS if self.dim else 0
+        for s in range(0, full, SEAL_ROWS):
+            v32 = old.get(keep[s : s + SEAL_ROWS])
+            self.segments.append(Segment(s, s + len(v32), 0, v32.astype(np.float16), vec32=v32))
+        rest = old.get(keep[full:])
+        self.tail = np.zeros((max(len(rest), 1024), self.dim), dtype=np.float32)
+        self.tail[: len(rest)] = rest
+        self.n = len(keep)
+        self.changed = True
 
     # ---- reads -----------------------------------------------------------------------
     def get(self, positions) -> np.ndarray:

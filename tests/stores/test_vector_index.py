@@ -82,13 +82,17 @@ def test_rows_without_vectors_wait_and_late_vectors_are_found():
 
 
 def test_compaction_renumbers_and_a_stale_build_is_refused():
-    x = clustered(1000)
+    x = clustered(1010)  # 4 sealed segments and a tail of 10
     vi = VectorIndex(24)
     vi.append(list(x))
     job = vi.next_job()
-    keep = np.arange(0, 1000, 2)
+    late = clustered(1, seed=7)[0]
+    vi.set([100], late[None, :])  # a sealed row's late vector: a patch
+    x[100] = late
+    keep = np.arange(0, 1010, 2)
     vi.compact(keep)
-    assert vi.n == 500 and np.allclose(vi.get(np.arange(500)), x[keep], atol=1e-3)
+    assert vi.n == 505 and np.allclose(vi.get(np.arange(505)), x[keep], atol=1e-3)
+    assert np.allclose(vi.get([50]), late, atol=1e-3)  # the patch moved with its row
     assert vi.install(VectorIndex.run(job)) is False  # its segment was replaced meanwhile
     pos, _ = vi.search(x[10], 1, np.ones(500, dtype=bool))
     assert pos.tolist() == [5]
