@@ -166,3 +166,34 @@ def test_a_broken_or_foreign_snapshot_is_ignored(tmp_path):
     s = EmbeddedStore(Database(path))
     assert not s.snapshot_loaded and s.count() == 0
     assert s.keyword_search("note", 10, SearchFilters()) == []
+
+
+def test_snapshots_during_a_long_ingest_are_spaced_by_their_cost(tmp_path):
+    """A snapshot is rewritten after 10% growth, but no sooner than ten times the last
+    write's duration after it; closing writes whatever changed regardless."""
+    path = tmp_path / "g.db"
+    s = EmbeddedStore(Database(path))
+    for d in range(8):
+        add(s, "a", d)
+    s.wait_maintenance()
+    with s._sync_lock.write():
+        s._mi.merge()  # the snapshot holds the main keyword segment
+    s.maintain()
+    assert s._saved is not None and s._saved[1] == s._mi.main_n  # written once past snapshot_min
+    for d in range(8, 12):  # +50%
+        add(s, "a", d)
+    s.wait_maintenance()
+    with s._sync_lock.write():
+        s._mi.merge()
+    s._save_cost = 3600.0  # as if the last write had taken an hour: not due for ten
+    assert not s._snapshot_due(s._mi)
+    assert s._snapshot_due(s._mi, final=True)
+    s._save_cost = 0.0
+    assert s._snapshot_due(s._mi)
+    s._save_cost = 3600.0
+    s.close()  # final: written although the spacing says not yet
+    snap = EmbeddedStore(Database(path))
+    try:
+        assert snap.snapshot_loaded and snap._mi.main_n == 12 * 50
+    finally:
+        snap.close()
