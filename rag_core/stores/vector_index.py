@@ -133,6 +133,11 @@ class VectorIndex:
         grown[:used] = self.tail[:used]
         self.tail = grown
 
+    def _reset_tail(self, rest: np.ndarray) -> None:
+        """The tail holds just these rows (the ones after the last sealed segment)."""
+        self.tail = np.zeros((max(len(rest), 1024), self.dim), dtype=np.float32)
+        self.tail[: len(rest)] = rest
+
     # ---- writes (under the store's write lock) ----------------------------------------
     def append(self, vectors: list[np.ndarray | None]) -> None:
         """One entry per new position; None: no vector yet (zeros, excluded by has_vec)."""
@@ -159,12 +164,8 @@ class VectorIndex:
         take = used - used % SEAL_ROWS
         block = self.tail[:take]
         for s in range(0, take, SEAL_ROWS):
-            part = block[s : s + SEAL_ROWS].copy()
-            start = self.sealed
-            self.segments.append(Segment(start, start + len(part), 0, part.astype(np.float16), vec32=part))
-        rest = self.tail[take:used].copy()
-        self.tail = np.zeros((max(len(rest), 1024), self.dim), dtype=np.float32)
-        self.tail[: len(rest)] = rest
+            self.segments.append(_sealed(self.sealed, block[s : s + SEAL_ROWS].copy()))
+        self._reset_tail(self.tail[take:used].copy())
         self.changed = True
 
     def set(self, positions: list[int], vectors: np.ndarray) -> None:
@@ -229,11 +230,8 @@ class VectorIndex:
         self.segments, self.patches = [], {}
         full = len(keep) - len(keep) % SEAL_ROWS if self.dim else 0
         for s in range(0, full, SEAL_ROWS):
-            v32 = old.get(keep[s : s + SEAL_ROWS])
-            self.segments.append(Segment(s, s + len(v32), 0, v32.astype(np.float16), vec32=v32))
-        rest = old.get(keep[full:])
-        self.tail = np.zeros((max(len(rest), 1024), self.dim), dtype=np.float32)
-        self.tail[: len(rest)] = rest
+            self.segments.append(_sealed(s, old.get(keep[s : s + SEAL_ROWS])))
+        self._reset_tail(old.get(keep[full:]))
         self.n = len(keep)
         self.changed = True
 
@@ -309,6 +307,12 @@ class VectorIndex:
             if s.vec32 is not None:
                 total += s.vec32.nbytes
         return total
+
+
+def _sealed(start: int, v32: np.ndarray) -> Segment:
+    """A new level-0 segment over these fp32 rows (which it keeps: exact search until its
+    graph is built)."""
+    return Segment(start, start + len(v32), 0, v32.astype(np.float16), vec32=v32)
 
 
 def _topk(scores: np.ndarray, k: int) -> np.ndarray:

@@ -94,5 +94,5 @@ def test_compaction_renumbers_and_a_stale_build_is_refused():
     assert vi.n == 505 and np.allclose(vi.get(np.arange(505)), x[keep], atol=1e-3)
     assert np.allclose(vi.get([50]), late, atol=1e-3)  # the patch moved with its row
     assert vi.install(VectorIndex.run(job)) is False  # its segment was replaced meanwhile
-    pos, _ = vi.search(x[10], 1, np.ones(500, dtype=bool))
+    pos, _ = vi.search(x[10], 1, np.ones(505, dtype=bool))
     assert pos.tolist() == [5]
