@@ -13,7 +13,9 @@ open and kept in sync incrementally: one row position per chunk, shared by
 Memory: a row costs ~30 bytes of row arrays; postings and forward entries 6 bytes each
 (int32 position or term, uint16 tf); none of it is a Python object per row, and the large
 arrays can be memory-mapped from a snapshot (rag_core/stores/snapshot.py). Dead rows keep
-their position until a third of the rows are dead, then one compaction drops them.
+their position until a third of the rows are dead, then one compaction drops them — built
+off the lock like a merge when a store maintains the index in the background (a compaction
+at 1M rows takes seconds; searches must not wait for it).
 
 Scores are computed with the live statistics (N, df, avgdl over rows not deleted), so
 BM25 after deletes equals BM25 of a fresh index. Query cost: Σ over query terms of their
@@ -91,10 +93,19 @@ class MemIndex:
         self.delta_entries = 0
         self.layout = 0  # bumped by every merge and compaction: a merge planned before is void
         self.compactions = 0
+        # True when a store's maintenance thread compacts (off the lock); a bare index
+        # compacts inline, in kill()
+        self.background = False
+        self._touched: list[np.ndarray] | None = None  # positions given vectors while a compaction is built
 
     @property
     def merge_wanted(self) -> bool:
         return self.delta_entries > self.merge_threshold()
+
+    @property
+    def compact_wanted(self) -> bool:
+        # a third tombstones: deletes never make search slower for long
+        return self.dead > 1000 and self.dead * 3 > self.n
 
     @property
     def dim(self) -> int:
@@ -255,6 +266,8 @@ class MemIndex:
         ok = pos >= 0
         self.vecs.set(pos[ok].tolist(), np.asarray(vectors)[ok])
         self.has_vec[pos[ok]] = True
+        if self._touched is not None:
+            self._touched.append(pos[ok])
 
     def set_days(self, row_ids: list[int], days: list[int]) -> None:
         pos = self.positions(row_ids)
@@ -272,8 +285,7 @@ class MemIndex:
             ids, _ = self.terms_of(p)
             if len(ids):
                 self.df[ids] -= 1
-        # Compact when a third is tombstones, so deletes never make search slower for long.
-        if self.dead > 1000 and self.dead * 3 > self.n:
+        if self.compact_wanted and not self.background:
             self.compact()
 
     def merge_threshold(self) -> int:
@@ -348,34 +360,86 @@ class MemIndex:
         return True
 
     def compact(self) -> None:
-        """Drop dead rows: positions renumbered, postings filtered in place order (O(postings)),
-        vectors resealed."""
-        self.merge()
-        alive = self.alive[: self.n]
+        """Drop dead rows here and now (tests, and an index no store maintains)."""
+        self.install_compaction(plan := self.compaction_plan(), self.build_compaction(plan))
+
+    def compaction_plan(self) -> dict:
+        """What a compaction reads, taken under the read lock: a merge's plan, which rows are
+        alive now, and a view of the vectors. Vectors set from here on are noted, so the
+        install can carry them over."""
+        plan = self.merge_plan()
+        plan["alive"] = self.alive[: self.n].copy()
+        plan["vecs"] = self.vecs.compaction_view()
+        self._touched = []
+        return plan
+
+    @staticmethod
+    def build_compaction(plan: dict) -> dict:
+        """The compacted main segment over the plan's rows, computed without any lock: the
+        delta merged in, dead rows' postings and forward entries dropped in place order
+        (O(postings)), positions renumbered, vectors resealed."""
+        merged = {name: plan[name] for name in ("post_pos", "post_tf", "fwd_term", "fwd_tf")} | MemIndex.build_merge(plan)
+        alive = plan["alive"]
         keep = np.flatnonzero(alive)
-        newpos = np.full(self.n, -1, dtype=np.int64)
+        newpos = np.full(len(alive), -1, dtype=np.int64)
         newpos[keep] = np.arange(len(keep))
-        post_pos = np.asarray(self.post_pos)
+        post_pos, post_tf = np.asarray(merged["post_pos"]), np.asarray(merged["post_tf"])
+        fwd_term, fwd_tf = np.asarray(merged["fwd_term"]), np.asarray(merged["fwd_tf"])
         sel = alive[post_pos]
         kept = np.concatenate([[0], np.cumsum(sel, dtype=np.int64)])
-        self.term_ptr = kept[self.term_ptr]
-        self.post_pos = newpos[post_pos[sel]].astype(np.int32)
-        self.post_tf = np.asarray(self.post_tf)[sel]
-        lens = np.diff(self.fwd_ptr)
+        lens = np.diff(merged["fwd_ptr"])
         entry_keep = np.repeat(alive, lens)
-        self.fwd_term = np.asarray(self.fwd_term)[entry_keep]
-        self.fwd_tf = np.asarray(self.fwd_tf)[entry_keep]
-        self.fwd_ptr = np.concatenate([[0], np.cumsum(lens[keep])]).astype(np.int64)
+        return {
+            "keep": keep,
+            "term_ptr": kept[merged["term_ptr"]],
+            "post_pos": newpos[post_pos[sel]].astype(np.int32),
+            "post_tf": post_tf[sel],
+            "fwd_term": fwd_term[entry_keep],
+            "fwd_tf": fwd_tf[entry_keep],
+            "fwd_ptr": np.concatenate([[0], np.cumsum(lens[keep])]).astype(np.int64),
+            "segments": VectorIndex.build_compacted(plan["vecs"], keep),
+        }
+
+    def install_compaction(self, plan: dict, built: dict) -> bool:
+        """Swap the compacted layout in (under the write lock; O(rows) numpy gathers, no
+        postings work). What happened since the plan carries over: rows appended stay in the
+        delta (renumbered), deletes stay dead (their statistics were applied when they came),
+        dates and vector flags are read now, vectors set meanwhile are re-read. False when a
+        merge or another compaction changed the layout meanwhile."""
+        touched, self._touched = self._touched, None
+        if plan["layout"] != self.layout:
+            return False
+        upto, keep = plan["upto"], built["keep"]
+        take = np.concatenate([keep, np.arange(upto, self.n, dtype=np.int64)])
         for name in ROW_ARRAYS:
-            setattr(self, name, getattr(self, name)[keep].copy())
-        if self.dim:
-            self.vecs.compact(keep)
-        else:
-            self.vecs.n = len(keep)
-        self.n = self.main_n = len(keep)
-        self.dead = 0
+            setattr(self, name, getattr(self, name)[take].copy())
+        for name in ("term_ptr", "post_pos", "post_tf", "fwd_ptr", "fwd_term", "fwd_tf"):
+            setattr(self, name, built[name])
+        shift = upto - len(keep)
+        self.delta_rows = self.delta_rows[upto - self.main_n :]
+        for t, (ps, tfs) in list(self.delta.items()):
+            i = bisect.bisect_left(ps, upto)
+            if i == len(ps):
+                del self.delta[t]
+            else:
+                self.delta[t] = ([p - shift for p in ps[i:]], tfs[i:])
+        self.delta_entries = sum(len(r[0]) for r in self.delta_rows)
+        segments = built["segments"]
+        sealed = sum(s.size for s in segments)
+        late = None
+        if touched and upto:
+            old = np.unique(np.concatenate(touched))
+            old = old[(old < upto) & plan["alive"][np.minimum(old, upto - 1)]]
+            new = np.searchsorted(keep, old)
+            inside = new < sealed  # rows in the tail are re-read with it
+            late = (old[inside], new[inside])
+        self.vecs.install_compacted(segments, take[sealed:], late)
+        self.n = len(take)
+        self.main_n = len(keep)
+        self.dead = int(np.count_nonzero(~self.alive[: self.n]))
         self.layout += 1
         self.compactions += 1
+        return True
 
     # ---- reads -----------------------------------------------------------------------
     def postings(self, t: int) -> tuple[np.ndarray, np.ndarray]:

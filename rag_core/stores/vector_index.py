@@ -218,22 +218,50 @@ class VectorIndex:
             self.install(self.run(job))
 
     # ---- compaction ------------------------------------------------------------------
-    def compact(self, keep: np.ndarray) -> None:
-        """Positions renumbered to `keep` (dead rows dropped): everything is resealed. The
-        graphs are rebuilt by the maintenance thread; until then those segments are searched
-        exactly, so a compaction never holds searches up for a graph build. Each segment is
-        gathered straight from the old layout (a shallow copy still holding it) into its
-        own arrays: gathering every vector at once as fp32 cost 1.5 GB of extra memory at
-        1M rows, and going through the tail copied each vector twice more (the vector part
-        of compacting 670k kept rows under the write lock: 6.1 s before, 4.5 s now)."""
-        old = copy.copy(self)
-        self.segments, self.patches = [], {}
-        full = len(keep) - len(keep) % SEAL_ROWS if self.dim else 0
-        for s in range(0, full, SEAL_ROWS):
-            self.segments.append(_sealed(s, old.get(keep[s : s + SEAL_ROWS])))
-        self._reset_tail(old.get(keep[full:]))
-        self.n = len(keep)
+    # Positions renumbered to `keep` (dead rows dropped), in three steps so that the costly
+    # one runs with no lock held: a view taken under the read lock, new sealed segments built
+    # from it off the lock, and a short install under the write lock. Everything is resealed;
+    # the graphs are rebuilt afterwards by the maintenance thread (until then those segments
+    # are searched exactly). Each segment is gathered straight from the old layout into its
+    # own arrays: gathering every vector at once as fp32 cost 1.5 GB of extra memory at 1M
+    # rows, and going through the tail copied each vector twice more.
+    def compaction_view(self) -> "VectorIndex":
+        """The vectors as they are now, safe to read while writes go on: segments are
+        immutable, and the tail and patches (changed in place by writes) are copied."""
+        view = copy.copy(self)
+        view.segments, view.patches = list(self.segments), dict(self.patches)
+        view.tail = self.tail[: self.n - self.sealed].copy()
+        return view
+
+    @staticmethod
+    def build_compacted(view: "VectorIndex", keep: np.ndarray) -> list[Segment]:
+        """The full segments of the compacted layout (pure; no lock needed)."""
+        full = len(keep) - len(keep) % SEAL_ROWS if view.dim else 0
+        return [_sealed(s, view.get(keep[s : s + SEAL_ROWS])) for s in range(0, full, SEAL_ROWS)]
+
+    def install_compacted(self, segments: list[Segment], rest: np.ndarray,
+                          late: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        """Swap the compacted layout in (under the write lock). `rest`: today's positions of
+        the rows after the new segments, in their new order (read now, so vectors that arrived
+        meanwhile are current); `late`: (today's, new) positions of vectors set after the view
+        was taken whose rows are inside the new segments — they become patches."""
+        if not self.dim:
+            self.n = sum(s.size for s in segments) + len(rest)
+            return
+        tail = self.get(rest)
+        late_vecs = self.get(late[0]) if late is not None and len(late[0]) else None
+        self.segments, self.patches = segments, {}
+        self._reset_tail(tail)
+        self.n = (segments[-1].end if segments else 0) + len(rest)
+        if late_vecs is not None:
+            self.set(late[1].tolist(), late_vecs)
         self.changed = True
+        self.seal()
+
+    def compact(self, keep: np.ndarray) -> None:
+        """All three steps at once (tests; the store builds off the lock)."""
+        segments = self.build_compacted(self.compaction_view(), keep)
+        self.install_compacted(segments, keep[sum(s.size for s in segments):])
 
     # ---- reads -----------------------------------------------------------------------
     def get(self, positions) -> np.ndarray:

@@ -131,3 +131,62 @@ def test_a_merge_built_off_the_lock_keeps_rows_added_meanwhile_and_a_stale_one_i
     built = MemIndex.build_merge(stale)
     mi.compact()  # positions renumbered: the plan's positions mean nothing now
     assert not mi.install_merge(stale, built)
+
+
+def test_a_compaction_built_off_the_lock_keeps_what_happened_meanwhile(monkeypatch):
+    """The maintenance thread plans under the read lock and builds with no lock held, while
+    writes go on; the install must carry over rows appended, deletes, date edits and late
+    vectors, and score like a fresh index. Small segments so real ones are resealed."""
+    from rag_core.stores import vector_index as vx
+
+    monkeypatch.setattr(vx, "SEAL_ROWS", 100)
+    rng = random.Random(3)
+    docs = {rid: [rng.randrange(12) for _ in range(rng.randrange(1, 20))] for rid in range(1, 3301)}
+    vecs = {rid: np.random.default_rng(rid).normal(size=4).astype(np.float32) for rid in docs}
+    items = list(docs.items())
+
+    def vrow(rid, terms, with_vec=True):
+        r = row(rid, terms)
+        return (r[0], r[1], r[2], r[3], vecs[rid].tobytes() if with_vec else b"", r[5], 0)
+
+    mi = MemIndex()
+    mi.background = True  # as a store sets it: kill() leaves the compaction to maintenance
+    mi.append([vrow(r, t, with_vec=r != 40) for r, t in items[:3000]])  # row 40 waits for its vector
+    mi.merge()
+    mi.append([vrow(r, t) for r, t in items[3000:3100]])  # a delta at plan time
+    first_dead = [r for r in docs if r <= 3100 and r % 5 < 2 and r not in (40,)]
+    mi.kill(first_dead)
+    assert mi.compact_wanted and mi.compactions == 0  # not compacted inline under the lock
+    plan = mi.compaction_plan()
+    built = MemIndex.build_compaction(plan)
+    # meanwhile (each under the write lock in a store):
+    mi.append([vrow(r, t, with_vec=r != 3150) for r, t in items[3100:]])  # rows appended after the plan
+    mi.kill([7, 3160])  # a delete among the planned rows and among the new ones
+    mi.set_vectors([40], vecs[40][None, :])  # a late vector for a row now sealed in a new segment
+    mi.set_days([9], [20000])  # a date edit
+    assert mi.install_compaction(plan, built)
+    dead = set(first_dead) | {7, 3160}
+    live = {r: t for r, t in docs.items() if r not in dead}
+    assert mi.n == len(live) + 2 and mi.dead == 2  # the two later deletes wait for the next compaction
+    assert all(mi.position(r) is None for r in dead) and mi.position(9) is not None
+    assert mi.day[mi.position(9)] == 20000
+    for query in ([0], [3, 5], [1, 1, 9], [11, 2, 4, 6]):
+        got = mi.bm25(query)
+        for rid, score in brute_bm25(live, query, mi.k1, mi.b).items():
+            assert got[mi.position(rid)] == pytest.approx(score, rel=1e-4), rid
+    has = [r for r in live if r != 3150]
+    got = mi.vecs.get([mi.position(r) for r in has])
+    assert np.allclose(got, np.stack([vecs[r] for r in has]), atol=2e-3)  # fp16 in sealed segments
+    assert not mi.has_vec[mi.position(3150)] and mi.has_vec[mi.position(40)]
+    mi.set_vectors([3150], vecs[3150][None, :])  # the layout still takes late vectors
+    assert np.allclose(mi.vecs.get([mi.position(3150)]), vecs[3150], atol=2e-3)
+    # a merge landing while a compaction is built makes its plan stale
+    mi.kill([r for r in live if r % 5 == 2][:1100])
+    stale = mi.compaction_plan()
+    built = MemIndex.build_compaction(stale)
+    vecs[5000] = vecs[1]
+    mi.append([vrow(5000, [1, 2])])
+    mi.merge()
+    assert not mi.install_compaction(stale, built) and mi.compactions == 1
+    mi.compact()
+    assert mi.compactions == 2 and mi.dead == 0

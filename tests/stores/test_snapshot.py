@@ -197,3 +197,48 @@ def test_snapshots_during_a_long_ingest_are_spaced_by_their_cost(tmp_path):
         assert snap.snapshot_loaded and snap._mi.main_n == 12 * 50
     finally:
         snap.close()
+
+
+def test_deletes_compact_off_the_lock_while_searches_go_on(tmp_path, monkeypatch):
+    """Deleting a third of the rows compacts the index on the maintenance thread: a search
+    runs while the compaction is being built (under the old inline compaction it waited for
+    the whole build), and the result, written as a snapshot and reopened, equals a fresh load."""
+    import threading
+
+    from rag_core.stores.memindex import MemIndex
+
+    path = tmp_path / "g.db"
+    build(path, docs=60)  # 3,000 chunks
+    s = EmbeddedStore(Database(path))
+    building, release = threading.Event(), threading.Event()
+    real = MemIndex.build_compaction
+
+    def slow_build(plan):
+        building.set()
+        assert release.wait(30)
+        return real(plan)
+
+    monkeypatch.setattr(MemIndex, "build_compaction", staticmethod(slow_build))
+    for d in range(0, 60, 3):
+        s.delete_document("a" if d % 4 else "b", f"d{d}")
+    for d in range(1, 60, 3)[:4]:  # 24 documents, 1,200 chunks: past a third
+        s.delete_document("a" if d % 4 else "b", f"d{d}")
+    assert building.wait(30)  # the build is under way, holding no lock...
+    found = []
+    t = threading.Thread(target=lambda: found.append(s.keyword_search("note", 4000, SearchFilters())))
+    t.start()
+    t.join(10)
+    assert found and not t.is_alive()  # ...so a search answers meanwhile
+    gone = {f"d{d}" for d in range(0, 60, 3)} | {f"d{d}" for d in range(1, 60, 3)[:4]}
+    assert len(found[0]) == 1800 and not {r.chunk.doc_id for r in found[0]} & gone
+    add(s, "b", 200)  # a write lands during the build too
+    release.set()
+    s.wait_maintenance()
+    # planned once a third was dead (21 documents); the three deleted during the build stay dead
+    assert s._mi.compactions == 1 and s._mi.dead == 150 and s._mi.n == 2000
+    after = {r.chunk.doc_id for r in s.keyword_search("note", 4000, SearchFilters())}
+    assert len(after) == 37 and "d200" in after and not after & gone
+    s.close()
+    reopened = EmbeddedStore(Database(path))
+    assert reopened.snapshot_loaded and reopened._mi.n == 2000  # the compacted layout was written
+    same_index(reopened, fresh(path))
