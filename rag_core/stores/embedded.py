@@ -305,7 +305,11 @@ class EmbeddedStore:
             if plan is None:
                 break
             clock = time.perf_counter()
-            built = MemIndex.build_compaction(plan)  # seconds at 1M chunks: searches and writes go on
+            try:
+                built = MemIndex.build_compaction(plan)  # minutes at 1M chunks (graphs): searches and writes go on
+            except BaseException:
+                mi._touched = None  # no compaction in flight: inline merges may run again
+                raise
             self.longest_compaction_build_ms = max(self.longest_compaction_build_ms, _lap(clock))
             with self._sync_lock.write():
                 if self._mi is mi and mi.install_compaction(plan, built):

@@ -200,8 +200,8 @@ class MemIndex:
         self.max_row = max(self.max_row, rows[-1][0])
         # The maintenance thread merges past one threshold, off the lock; inline only when
         # it has fallen three behind (a delta that large slows every keyword query).
-        if self.delta_entries > self.inline_merge_factor * self.merge_threshold():
-            self.merge()
+        if self.delta_entries > self.inline_merge_factor * self.merge_threshold() and self._touched is None:
+            self.merge()  # (not while a compaction is being built: its plan would go stale)
 
     def bulk_load(self, batches) -> None:
         """Cold start into an empty index from batches of rows (as `append` takes them):
@@ -275,14 +275,29 @@ class MemIndex:
         self.day[pos[ok]] = np.asarray(days, dtype=np.int32)[ok]
 
     def kill(self, row_ids: list[int]) -> None:
-        for p in self.positions(row_ids).tolist():
-            if p < 0 or not self.alive[p]:
-                continue
-            self.alive[p] = False
-            self.dead += 1
-            self.alive_count -= 1
-            self.total_dl -= float(self.dl[p])
-            ids, _ = self.terms_of(p)
+        """Tombstone these rows and take them out of the keyword statistics. Vectorised over
+        the main segment (a 10k-row delete at 1M rows held the write lock 725 ms as a Python
+        loop over rows); the delta's few rows are looped."""
+        pos = self.positions(row_ids)
+        pos = np.unique(pos[pos >= 0])
+        pos = pos[self.alive[pos]]
+        if not len(pos):
+            return
+        self.alive[pos] = False
+        self.dead += len(pos)
+        self.alive_count -= len(pos)
+        self.total_dl -= float(self.dl[pos].sum(dtype=np.float64))
+        main = pos[pos < self.main_n]
+        if len(main):
+            starts, ends = self.fwd_ptr[main], self.fwd_ptr[main + 1]
+            lens = ends - starts
+            total = int(lens.sum())
+            if total:
+                idx = np.repeat(starts - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) + np.arange(total)
+                counts = np.bincount(np.asarray(self.fwd_term)[idx], minlength=len(self.df))
+                self.df -= counts[: len(self.df)].astype(np.int32)
+        for p in pos[pos >= self.main_n].tolist():
+            ids, _ = self.delta_rows[p - self.main_n]
             if len(ids):
                 self.df[ids] -= 1
         if self.compact_wanted and not self.background:

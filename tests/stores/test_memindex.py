@@ -159,12 +159,16 @@ def test_a_compaction_built_off_the_lock_keeps_what_happened_meanwhile(monkeypat
     assert mi.compact_wanted and mi.compactions == 0  # not compacted inline under the lock
     plan = mi.compaction_plan()
     built = MemIndex.build_compaction(plan)
-    # meanwhile (each under the write lock in a store):
+    # meanwhile (each under the write lock in a store), with merges due at once: none runs
+    # inline while the compaction is built (it would make the plan stale)
+    threshold = MemIndex.merge_threshold
+    monkeypatch.setattr(MemIndex, "merge_threshold", lambda self: 1)
     mi.append([vrow(r, t, with_vec=r != 3150) for r, t in items[3100:]])  # rows appended after the plan
     mi.kill([7, 3160])  # a delete among the planned rows and among the new ones
     mi.set_vectors([40], vecs[40][None, :])  # a late vector for a row now sealed in a new segment
     mi.set_days([9], [20000])  # a date edit
     assert mi.install_compaction(plan, built)
+    monkeypatch.setattr(MemIndex, "merge_threshold", threshold)
     dead = set(first_dead) | {7, 3160}
     live = {r: t for r, t in docs.items() if r not in dead}
     assert mi.n == len(live) + 2 and mi.dead == 2  # the two later deletes wait for the next compaction
