@@ -84,7 +84,9 @@ class Database:
             conn.close()
 
     @contextmanager
-    def _reading(self) -> Iterator[sqlite3.Connection]:
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """A connection to read with: a pooled read-only one (under WAL it never waits for a
+        writer), or the write connection inside this thread's own transaction."""
         if self._writer == threading.get_ident():  # inside this thread's transaction
             with self.lock:
                 yield self.conn
@@ -98,11 +100,11 @@ class Database:
             self._release(conn)
 
     def query(self, sql: str, params: tuple | list = ()) -> list[sqlite3.Row]:
-        with self._reading() as conn:
+        with self.reading() as conn:
             return conn.execute(sql, params).fetchall()
 
     def query_one(self, sql: str, params: tuple | list = ()) -> sqlite3.Row | None:
-        with self._reading() as conn:
+        with self.reading() as conn:
             return conn.execute(sql, params).fetchone()
 
     def executescript(self, sql: str) -> None:

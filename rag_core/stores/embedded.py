@@ -155,7 +155,11 @@ class EmbeddedStore:
         one primary-key read)."""
         if self._read_generation() == self._generation:
             return
-        with self._sync_lock.write(), self.db.lock:
+        # Reads go through a pooled read connection, not the write connection: waiting here
+        # for another thread's write transaction (db.lock) while holding the index's write
+        # lock held every search off for as long as that transaction ran (a 10k-chunk delete
+        # at 1M rows: ~630 ms; benchmarks/compaction.py).
+        with self._sync_lock.write(), self.db.reading() as conn:
             gen = self._read_generation()
             if gen == self._generation:
                 return
@@ -166,7 +170,7 @@ class EmbeddedStore:
                 self._mi = mi = MemIndex()
                 self.reloads += 1
             if mi.n == 0 and mi.max_row == 0:
-                self._mi = mi = self._open_index(pruned_tomb, pruned_vec)
+                self._mi = mi = self._open_index(conn, pruned_tomb, pruned_vec)
             tomb = self.db.query("SELECT seq, row_id FROM tombstones WHERE seq > ? ORDER BY seq", (mi.last_tomb,))
             if tomb:
                 mi.kill([t["row_id"] for t in tomb])
@@ -181,14 +185,14 @@ class EmbeddedStore:
                 rows = self.db.query("SELECT id, doc_day FROM chunks WHERE id <= ?", (mi.max_row,))
                 mi.set_days([r[0] for r in rows], [r[1] for r in rows])
             self._dates = dates
-            cur = self.db.conn.execute(
+            cur = conn.execute(
                 "SELECT id, kb_id, tenant, acl_sig, vector, terms, doc_day FROM chunks WHERE id > ? ORDER BY id",
                 (mi.max_row,),
             )
             while batch := cur.fetchmany(5000):
                 mi.append([tuple(r) for r in batch])
             self._generation = gen
-            self._report_progress(mi)
+        self._report_progress(mi)
         self._kick()
 
     def _load_vectors(self, mi: MemIndex, row_ids: list[int]) -> None:
@@ -200,7 +204,7 @@ class EmbeddedStore:
             if rows:
                 mi.set_vectors([r[0] for r in rows], np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows]))
 
-    def _open_index(self, pruned_tomb: int, pruned_vec: int) -> MemIndex:
+    def _open_index(self, conn, pruned_tomb: int, pruned_vec: int) -> MemIndex:
         """The index at open: the snapshot and what happened since, or (no usable snapshot)
         every chunk row, streamed in batches. Called under the write lock."""
         snap = snapshot.load(self._snap_dir)
@@ -211,7 +215,7 @@ class EmbeddedStore:
             self._saved = (id(mi), mi.main_n, mi.compactions)
             if m["saved_end"] < mi.n:  # vectors after the last persisted segment
                 lo = int(mi.row_ids[m["saved_end"]])
-                cur = self.db.conn.execute(
+                cur = conn.execute(
                     "SELECT id, vector FROM chunks WHERE id >= ? AND id <= ? ORDER BY id", (lo, m["max_row"]))
                 block = np.zeros((mi.n - m["saved_end"], mi.dim), dtype=np.float32)
                 while batch := cur.fetchmany(20000):
@@ -223,7 +227,7 @@ class EmbeddedStore:
             mi.last_tomb, mi.last_vec = m["last_tomb"], m["last_vec"]
             if mi.last_tomb < pruned_tomb:
                 # deletes since the snapshot are no longer in the log: the live ids say which
-                live = np.fromiter((r[0] for r in self.db.conn.execute(
+                live = np.fromiter((r[0] for r in conn.execute(
                     "SELECT id FROM chunks WHERE id <= ?", (m["max_row"],))), dtype=np.int64)
                 mine = mi.row_ids[: mi.n][mi.alive[: mi.n]]
                 mi.kill(mine[~np.isin(mine, live)].tolist())
@@ -239,7 +243,7 @@ class EmbeddedStore:
         self.snapshot_loaded = False
         mi.last_tomb, mi.last_vec = pruned_tomb, pruned_vec  # the rows read below reflect everything pruned
         self._dates = self._meta("dates")
-        cur = self.db.conn.execute(
+        cur = conn.execute(
             "SELECT id, kb_id, tenant, acl_sig, vector, terms, doc_day FROM chunks ORDER BY id")
         mi.bulk_load(iter(lambda: [tuple(r) for r in cur.fetchmany(20000)], []))
         return mi
@@ -356,9 +360,11 @@ class EmbeddedStore:
 
     def _report_progress(self, mi: MemIndex) -> None:
         """Record how far this store has replayed the logs (what pruning must keep). Never
-        waits: while another process holds the write lock the report is skipped, which only
-        makes pruning keep more (the next sync reports again)."""
-        with self.db.lock:
+        waits: while another thread or process holds the write lock the report is skipped,
+        which only makes pruning keep more (the next sync reports again)."""
+        if not self.db.lock.acquire(blocking=False):
+            return
+        try:
             conn = self.db.conn
             if conn.in_transaction:
                 return
@@ -373,6 +379,8 @@ class EmbeddedStore:
                 pass
             finally:
                 conn.execute("PRAGMA busy_timeout=30000")
+        finally:
+            self.db.lock.release()
 
     def _prune_logs(self) -> None:
         """Delete log rows every live reader has applied, once `prune_after` have gathered.
