@@ -40,7 +40,7 @@ from ..text.analysis import analyze, query_terms
 from . import snapshot
 from .memindex import MemIndex, encode_terms
 from .rwlock import RWLock
-from .vector_index import SEAL_ROWS, VectorIndex
+from .vector_index import Cancelled, SEAL_ROWS, VectorIndex
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS chunks (
@@ -139,6 +139,7 @@ class EmbeddedStore:
         self._saved_at = 0.0  # monotonic time the last snapshot was finished
         self._save_cost = 0.0  # seconds it took
         self._closed = False
+        self._closing = False  # close() has begun: a compaction being built gives up
         self.longest_merge_build_ms = 0.0  # benchmarks read it
         self.longest_compaction_build_ms = 0.0
         self._sync()
@@ -305,14 +306,16 @@ class EmbeddedStore:
         for _ in range(3):  # a plan goes stale only when an inline merge lands meanwhile
             with self._sync_lock.read():
                 mi = self._mi
-                plan = mi.compaction_plan() if mi.compact_wanted else None
+                plan = mi.compaction_plan() if mi.compact_wanted and not self._closing else None
             if plan is None:
                 break
             clock = time.perf_counter()
-            try:
-                built = MemIndex.build_compaction(plan)  # minutes at 1M chunks (graphs): searches and writes go on
-            except BaseException:
+            try:  # minutes at 1M chunks (graphs): searches and writes go on
+                built = MemIndex.build_compaction(plan, cancelled=lambda: self._closing)
+            except BaseException as exc:
                 mi._touched = None  # no compaction in flight: inline merges may run again
+                if isinstance(exc, Cancelled):
+                    break  # closing: the snapshot keeps the tombstones; the next open compacts
                 raise
             self.longest_compaction_build_ms = max(self.longest_compaction_build_ms, _lap(clock))
             with self._sync_lock.write():
@@ -782,7 +785,10 @@ class EmbeddedStore:
 
     def close(self) -> None:
         """Finish pending graphs and write the snapshot (the next open maps it), then stop
-        holding log pruning back (the database itself belongs to the caller)."""
+        holding log pruning back (the database itself belongs to the caller). A compaction
+        being built gives up at its next segment: the snapshot keeps the tombstones and the
+        next open compacts."""
+        self._closing = True
         try:
             self.wait_maintenance()
             if self._mi.n >= self.snapshot_min:

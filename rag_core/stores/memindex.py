@@ -389,7 +389,7 @@ class MemIndex:
         return plan
 
     @staticmethod
-    def build_compaction(plan: dict) -> dict:
+    def build_compaction(plan: dict, cancelled=None) -> dict:
         """The compacted main segment over the plan's rows, computed without any lock: the
         delta merged in, dead rows' postings and forward entries dropped in place order
         (O(postings)), positions renumbered, vectors resealed."""
@@ -414,7 +414,7 @@ class MemIndex:
             "fwd_term": fwd_term[entry_keep],
             "fwd_tf": fwd_tf[entry_keep],
             "fwd_ptr": np.concatenate([[0], np.cumsum(lens[keep])]).astype(np.int64),
-            "segments": VectorIndex.build_compacted(plan["vecs"], keep),
+            "segments": VectorIndex.build_compacted(plan["vecs"], keep, cancelled),
         }
 
     def install_compaction(self, plan: dict, built: dict) -> bool:

@@ -82,6 +82,10 @@ def build_graph(vec16: np.ndarray):
     return index
 
 
+class Cancelled(Exception):
+    """A compaction build given up (the store is closing)."""
+
+
 @dataclass(eq=False)
 class Segment:
     start: int
@@ -236,13 +240,17 @@ class VectorIndex:
         return view
 
     @staticmethod
-    def build_compacted(view: "VectorIndex", keep: np.ndarray) -> list[Segment]:
-        """The segments of the compacted layout, with their graphs (pure; no lock needed)."""
+    def build_compacted(view: "VectorIndex", keep: np.ndarray, cancelled=None) -> list[Segment]:
+        """The segments of the compacted layout, with their graphs (pure; no lock needed).
+        `cancelled()` is asked between segments (a graph takes up to ~100 s at 1M): true
+        raises Cancelled, so closing a store need not wait for a whole compaction."""
         out: list[Segment] = []
         if not view.dim:
             return out
         start = 0
         while len(keep) - start >= SEAL_ROWS:
+            if cancelled is not None and cancelled():
+                raise Cancelled
             level = 0
             while SEAL_ROWS * MERGE_FACTOR ** (level + 1) <= len(keep) - start:
                 level += 1

@@ -242,3 +242,34 @@ def test_deletes_compact_off_the_lock_while_searches_go_on(tmp_path, monkeypatch
     reopened = EmbeddedStore(Database(path))
     assert reopened.snapshot_loaded and reopened._mi.n == 2000  # the compacted layout was written
     same_index(reopened, fresh(path))
+
+
+def test_closing_gives_up_a_compaction_being_built_and_the_next_open_compacts(tmp_path, monkeypatch):
+    import threading
+    import time
+
+    path = tmp_path / "g.db"
+    build(path, docs=60)
+    s = EmbeddedStore(Database(path))
+    started, real = threading.Event(), vx.build_graph
+
+    def slow_graph(v):
+        started.set()
+        time.sleep(1.0)  # a big segment's graph
+        return real(v)
+
+    monkeypatch.setattr(vx, "build_graph", slow_graph)
+    for d in range(0, 60, 3):
+        s.delete_document("a" if d % 4 else "b", f"d{d}")
+    s.delete_document("a", "d1")  # 1,050 of 3,000 dead: the compaction starts
+    assert started.wait(30)
+    t = time.perf_counter()
+    s.close()
+    assert time.perf_counter() - t < 5  # not the ~9 graphs (≥ 9 s) the compaction still had to build
+    assert s._mi.compactions == 0
+    monkeypatch.setattr(vx, "build_graph", real)
+    again = EmbeddedStore(Database(path))
+    assert again.snapshot_loaded and again._mi.dead == 1050
+    again.wait_maintenance()
+    assert again._mi.compactions == 1 and again._mi.n == 1950
+    same_index(again, fresh(path))
