@@ -213,10 +213,10 @@ def test_deletes_compact_off_the_lock_while_searches_go_on(tmp_path, monkeypatch
     building, release = threading.Event(), threading.Event()
     real = MemIndex.build_compaction
 
-    def slow_build(plan):
+    def slow_build(plan, cancelled=None):
         building.set()
         assert release.wait(30)
-        return real(plan)
+        return real(plan, cancelled)
 
     monkeypatch.setattr(MemIndex, "build_compaction", staticmethod(slow_build))
     for d in range(0, 60, 3):
