@@ -513,3 +513,13 @@ def test_upload_page_messages_escape_file_names(data_dir, tmp_path):
     assert not at.exception
     toast = [t.value for t in at.toast]
     assert toast and all("](" not in t and "\\!\\[x\\]" in t for t in toast), toast
+
+
+def test_the_pages_folder_holds_only_pages():
+    """Before st.navigation runs, Streamlit's legacy multipage mode lists every `pages/*.py`
+    in the sidebar (streamlit/runtime/scriptrunner/script_runner.py, `_mpa_v1`: the folder's
+    *.py files except dotfiles and __init__.py): a helper module there flashed in as a
+    "common" page on first load. Helpers live in a package below it (pages/common/)."""
+    root = Path(__file__).resolve().parents[1]
+    listed = sorted(p.stem for p in (root / "pages").glob("*.py") if not p.name.startswith(".") and p.name != "__init__.py")
+    assert listed == ["analytics", "chat", "knowledge_bases", "upload"]
