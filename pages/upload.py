@@ -106,10 +106,6 @@ def jobs_panel() -> None:
 active = any(j.active for j in ws.list_jobs(kb.kb_id, caller=me, limit=5))
 st.fragment(run_every=1.0 if active else None)(jobs_panel)()
 
-st.subheader(f"Documents in {kb.name}")
-docs = ws.list_documents(kb.kb_id, caller=me)
-if not docs:
-    st.caption("No documents yet.")
 _DATE_FROM = {"metadata": "from the file", "upload": "upload day", "set": "set by hand"}
 
 
@@ -122,19 +118,33 @@ def save_date(doc_id: str, source: str) -> None:
         st.toast(f"{escape_md(source)} is now dated {picked.isoformat()}.")
 
 
-for d in docs:
-    c1, c2, c3, c4 = st.columns([5, 2, 2, 1])
-    c1.markdown(f"**{escape_md(d.source)}**  \n{escape_md(d.title)}" if d.title and d.title != d.source else f"**{escape_md(d.source)}**")
-    c2.caption(f"{d.pages} page(s) · {d.chunks} chunk(s)"
-               + (" · searchable, vectors being computed" if d.status == "searchable" else ""))
-    # The document's date drives "only documents after/before" and the recency preference:
-    # owners correct it here when the file's metadata is wrong or missing.
-    c3.date_input(f"Dated ({_DATE_FROM.get(d.date_source, d.date_source)})", datetime.date.fromisoformat(d.date),
-                  min_value=datetime.date(1900, 1, 1), max_value=datetime.date(2100, 12, 31), format="YYYY-MM-DD",
-                  key=f"date_{d.doc_id}", disabled=not may_write, on_change=save_date, args=(d.doc_id, d.source),
-                  help="The document's own date: from its metadata when the file states one, else the upload day.")
-    if may_write and c4.button("Delete", key=f"del_{d.doc_id}"):
-        with friendly_errors("Deleting"):
-            ws.delete_document(kb.kb_id, d.doc_id, caller=me)
-            st.toast(f"Deleted {escape_md(d.source)}.")
-            st.rerun()
+def documents_panel() -> None:
+    st.subheader(f"Documents in {escape_md(kb.name)}")
+    docs = ws.list_documents(kb.kb_id, caller=me)
+    if not docs:
+        st.caption("No documents yet.")
+    share = ws.indexing_progress([kb.name], caller=me) if docs else None
+    if share is not None:
+        st.caption(f"Indexing {share:.0%}: every listed document is searchable by its words; answers may still "
+                   "improve while the rest of the vectors are computed.")
+    for d in docs:
+        c1, c2, c3, c4 = st.columns([5, 2, 2, 1])
+        c1.markdown(f"**{escape_md(d.source)}**  \n{escape_md(d.title)}" if d.title and d.title != d.source else f"**{escape_md(d.source)}**")
+        c2.caption(f"{d.pages} page(s) · {d.chunks} chunk(s)"
+                   + (" · searchable, vectors being computed" if d.status == "searchable" else ""))
+        # The document's date drives "only documents after/before" and the recency preference:
+        # owners correct it here when the file's metadata is wrong or missing.
+        c3.date_input(f"Dated ({_DATE_FROM.get(d.date_source, d.date_source)})", datetime.date.fromisoformat(d.date),
+                      min_value=datetime.date(1900, 1, 1), max_value=datetime.date(2100, 12, 31), format="YYYY-MM-DD",
+                      key=f"date_{d.doc_id}", disabled=not may_write, on_change=save_date, args=(d.doc_id, d.source),
+                      help="The document's own date: from its metadata when the file states one, else the upload day.")
+        if may_write and c4.button("Delete", key=f"del_{d.doc_id}"):
+            with friendly_errors("Deleting"):
+                ws.delete_document(kb.kb_id, d.doc_id, caller=me)
+                st.toast(f"Deleted {escape_md(d.source)}.")
+                st.rerun()
+
+
+# The list follows an upload as it happens (each document appears once its words are
+# searchable, with the share of vectors computed): it reruns every 2 s while a job runs.
+st.fragment(run_every=2.0 if active else None)(documents_panel)()

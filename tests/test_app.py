@@ -523,3 +523,24 @@ def test_the_pages_folder_holds_only_pages():
     root = Path(__file__).resolve().parents[1]
     listed = sorted(p.stem for p in (root / "pages").glob("*.py") if not p.name.startswith(".") and p.name != "__init__.py")
     assert listed == ["analytics", "chat", "knowledge_bases", "upload"]
+
+
+def test_a_document_searchable_before_its_vectors_is_listed_with_the_indexing_share(data_dir, tmp_path):
+    """During an upload the list shows documents as soon as their words are searchable (the
+    list is a fragment that reruns while a job runs), with the share of vectors computed."""
+    ws = Workspace(get_settings(data_dir))
+    ws.create_kb("Geo", caller=Caller.operator())
+    a, b = tmp_path / "lava.md", tmp_path / "ash.md"
+    a.write_text("# Lava\n\nLava flows are watched by tourists.\n")
+    b.write_text("# Ash\n\nAsh clouds close airports.\n")
+    ws.ingest("Geo", [a], caller=Caller.operator())
+    ws.ingest("Geo", [b], caller=Caller.operator(), embed=False)  # words indexed, vectors to come
+    at = app().run()
+    at.switch_page("pages/upload.py").run()
+    assert not at.exception
+    captions = [c.value for c in at.caption]
+    assert any(c.startswith("Indexing 50%") for c in captions), captions
+    assert any("searchable, vectors being computed" in c for c in captions)
+    ws.fill_vectors("Geo", caller=Caller.operator())
+    at.run()
+    assert not any(c.value.startswith("Indexing") for c in at.caption)
