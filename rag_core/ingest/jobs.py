@@ -81,7 +81,12 @@ class Job:
                 eta = f", about {_dur(p['eta_s'])} left" if p.get("eta_s") else ""
                 return (f"searchable now; computing vectors {p['chunks_done']}/{p['chunks_total']} chunks "
                         f"({p['chunks_done'] / p['chunks_total']:.0%}){eta}")
-            return f"reading {p.get('files_done', 0)}/{len(self.files)} files" + (f" · {p['file']}" if p.get("file") else "")
+            line = f"reading {p.get('files_done', 0)}/{len(self.files)} files" + (f" · {p['file']}" if p.get("file") else "")
+            if p.get("eta_s"):
+                line += f", about {_dur(p['eta_s'])} left to read"
+            elif p.get("since"):  # the first file: no rate yet, so the time it has taken so far
+                line += f" · {_dur(max(time.time() - p['since'], 0.0))} so far"
+            return line
         counts = {s: sum(r["status"] == s for r in self.reports) for s in ("ingested", "duplicate", "failed")}
         head = {"done": "Done", "failed": "Failed", "cancelled": "Cancelled"}.get(self.status, self.status)
         tail = f" — {self.error}" if self.error else ""
@@ -336,8 +341,11 @@ class JobRunner:
         base_done = len(job.reports)
 
         def on_file(done: int, total: int, name: str) -> None:
+            # The reading ETA counts files (their sizes vary; a rough guide), once one is read.
+            spent = time.time() - started
             q.set_progress(job.job_id, phase="reading", files_done=base_done + done, files_total=len(job.files),
-                           file=name)
+                           file=name, since=started,
+                           eta_s=round(spent / done * (total - done), 1) if done else None)
 
         last = [0.0]
 
@@ -353,14 +361,14 @@ class JobRunner:
         vec_start = [time.time()]
         try:
             if todo:
-                q.set_progress(job.job_id, phase="reading", files_done=base_done, file=todo[0][1])
+                q.set_progress(job.job_id, phase="reading", files_done=base_done, file=todo[0][1], since=started)
                 secret = q.take_passwords(job.job_id)
                 ingestor.ingest(kb, [p for p, _ in todo], display_names={p: n for p, n in todo},
                                 progress=on_file, cancel=cancel, embed=False,
                                 on_report=lambda r: q.add_report(job.job_id, r),
                                 passwords={p: secret[n] for p, n in todo if n in secret})
             mine = {d for r in q.get(job.job_id).reports for d in r.get("doc_ids", [])}
-            q.set_progress(job.job_id, phase="embedding", chunks_done=0,
+            q.set_progress(job.job_id, phase="embedding", chunks_done=0, eta_s=None,
                            chunks_total=sum(d.chunks for d in self.appdb.waiting_for_vectors(kb.kb_id)
                                             if d.doc_id in mine))
             vec_start[0] = time.time()

@@ -181,3 +181,21 @@ def test_closing_the_workspace_stops_a_running_job_and_the_next_start_resumes_it
     kb_id = ws.get_kb("Big", caller=Caller.operator()).kb_id
     assert len(ws.appdb.list_documents(kb_id, status="indexed")) == 3000
     ws.close()
+
+
+def test_a_running_job_says_how_long_it_has_taken_then_how_long_is_left():
+    """Reading the first file there is no rate yet: the time so far; after a file, an
+    estimate from the files read; vectors: an estimate from the chunks embedded (a stale
+    reading estimate is not carried into the vector phase)."""
+    from rag_core.ingest.jobs import Job
+
+    now = time.time()
+    job = Job("j", "kb", None, "running", now, now, None, [("a", "a.pdf"), ("b", "b.pdf")], [],
+              {"phase": "reading", "files_done": 0, "file": "a.pdf", "since": now - 40})
+    assert job.summary() == "reading 0/2 files · a.pdf · 40 s so far"
+    job.progress.update(files_done=1, file="b.pdf", eta_s=38.0)
+    assert job.summary() == "reading 1/2 files · b.pdf, about 38 s left to read"
+    job.progress.update(phase="embedding", chunks_done=0, chunks_total=400, eta_s=None)
+    assert job.summary() == "searchable now; computing vectors 0/400 chunks (0%)"
+    job.progress.update(chunks_done=100, eta_s=300.0)
+    assert job.summary().endswith("(25%), about 5 min left")
