@@ -13,6 +13,7 @@ import time
 import streamlit as st
 
 from pages.common import caller, friendly_errors, selected_kbs, workspace
+from rag_core.citation_view import highlight_band
 from rag_core.errors import GroundworkError
 from rag_core.feedback import REASONS
 from rag_core.models import conflict_note
@@ -172,7 +173,15 @@ def show_source(c: Citation, as_citation: bool = True) -> None:
                 st.caption("This page has no text layer and OCR is off, so the passage cannot be marked on it.")
             elif not view.boxes:
                 st.caption("The cited words are not on this page.")
-            st.image(view.png, width="stretch", output_format="PNG", alt=f"Page {view.page} of {c.source}, the cited passage highlighted")
+            band = highlight_band(view)
+            if band is not None:  # the cited lines first, in view; the page below for context
+                st.image(band, width="stretch", output_format="PNG", caption="The cited lines",
+                         alt=f"The cited lines on page {view.page} of {c.source}, highlighted")
+                with st.expander(f"Whole page {view.page}"):
+                    st.image(view.png, width="stretch", output_format="PNG",
+                             alt=f"Page {view.page} of {c.source}, the cited passage highlighted")
+            else:
+                st.image(view.png, width="stretch", output_format="PNG", alt=f"Page {view.page} of {c.source}")
         else:
             segments = ws.cited_context(c, caller=me)
             body = "".join(f"<mark>{html.escape(t)}</mark>" if hit else html.escape(t) for t, hit in segments)

@@ -106,6 +106,7 @@ def jobs_panel() -> None:
 active = any(j.active for j in ws.list_jobs(kb.kb_id, caller=me, limit=5))
 st.fragment(run_every=1.0 if active else None)(jobs_panel)()
 
+DOCS_SHOWN = 50
 _DATE_FROM = {"metadata": "from the file", "upload": "upload day", "set": "set by hand"}
 
 
@@ -127,7 +128,16 @@ def documents_panel() -> None:
     if share is not None:
         st.caption(f"Indexing {share:.0%}: every listed document is searchable by its words; answers may still "
                    "improve while the rest of the vectors are computed.")
-    for d in docs:
+    # A page of rows, not thousands: a 5,000-record upload made 5,000 rows of widgets, redrawn
+    # every 2 s while the job ran, which stalled the browser.
+    if len(docs) > DOCS_SHOWN:
+        wanted = st.text_input("Find a document", key=f"doc_filter_{kb.kb_id}",
+                               placeholder="part of a file name or title").strip().lower()
+        if wanted:
+            docs = [d for d in docs if wanted in f"{d.source} {d.title or ''}".lower()]
+        if len(docs) > DOCS_SHOWN:
+            st.caption(f"Showing {DOCS_SHOWN} of {len(docs):,} documents: type part of a name to find others.")
+    for d in docs[:DOCS_SHOWN]:
         c1, c2, c3, c4 = st.columns([5, 2, 2, 1])
         c1.markdown(f"**{escape_md(d.source)}**  \n{escape_md(d.title)}" if d.title and d.title != d.source else f"**{escape_md(d.source)}**")
         c2.caption(f"{d.pages} page(s) · {d.chunks} chunk(s)"

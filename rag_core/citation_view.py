@@ -195,6 +195,25 @@ def render_pdf_page(path: Path, page: int, passage: str, scale: float = 1.6, ocr
     return PageView(buf.getvalue(), page, pages, img.width, img.height, boxes, matched, has_text, ocr=scan is not None)
 
 
+def highlight_band(view: PageView, margin: int = 60, min_height: int = 240) -> bytes | None:
+    """The page's full-width band around the highlighted lines, as a PNG: the cited
+    sentences shown first and in view (a tall page scaled to the dialog's width put them
+    below the fold). None when nothing is highlighted."""
+    if not view.boxes:
+        return None
+    from PIL import Image
+
+    top = max(min(b[1] for b in view.boxes) - margin, 0)
+    bottom = min(max(b[3] for b in view.boxes) + margin, view.height)
+    if bottom - top < min_height:  # a line or two: some context above and below
+        grow = (min_height - (bottom - top)) // 2
+        top, bottom = max(top - grow, 0), min(bottom + grow, view.height)
+    img = Image.open(io.BytesIO(view.png))
+    buf = io.BytesIO()
+    img.crop((0, top, view.width, bottom)).save(buf, format="PNG")
+    return buf.getvalue()
+
+
 def _ocr_boxes(lines, passage: str, factor: float) -> tuple[list[tuple[int, int, int, int]], float]:
     """Boxes for the passage over OCR lines: the matched characters' share of each line's
     width (OCR gives a box per line, not per character)."""

@@ -544,3 +544,22 @@ def test_a_document_searchable_before_its_vectors_is_listed_with_the_indexing_sh
     ws.fill_vectors("Geo", caller=Caller.operator())
     at.run()
     assert not any(c.value.startswith("Indexing") for c in at.caption)
+
+
+def test_a_large_knowledge_base_lists_a_page_of_documents_and_finds_the_rest(data_dir, tmp_path):
+    import json
+
+    ws = Workspace(get_settings(data_dir))
+    ws.create_kb("Bulk", caller=Caller.operator())
+    f = tmp_path / "bulk.jsonl"
+    f.write_text("\n".join(json.dumps({"_id": f"b{i}", "title": f"Bulletin {i}", "text": f"Bulletin {i} on roads."})
+                           for i in range(120)))
+    ws.ingest("Bulk", [f], caller=Caller.operator())
+    assert len(ws.list_documents("Bulk", caller=Caller.operator())) == 120
+    at = app().run()
+    at.switch_page("pages/upload.py").run()
+    assert not at.exception
+    assert len(at.date_input) == 50
+    assert any("Showing 50 of 120 documents" in c.value for c in at.caption)
+    next(t for t in at.text_input if t.label == "Find a document").set_value("Bulletin 117").run()
+    assert len(at.date_input) == 1

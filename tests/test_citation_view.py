@@ -144,3 +144,17 @@ def test_non_pdf_sources_show_the_passage_in_its_text(tmp_path):
     segs = ws.cited_context(c, caller=Caller.operator())
     assert any(hit and "50,000 bees" in t for t, hit in segs)
     ws.close()
+
+
+def test_the_band_shows_the_highlighted_lines_first(pdf):
+    """The viewer shows the full-width band around the cited lines above the whole page: it
+    holds every highlight box, and is much shorter than the page."""
+    from rag_core.citation_view import highlight_band
+
+    view = render_pdf_page(pdf, 2, "Spring tides reach 6 metres in March.")
+    band = Image.open(io.BytesIO(highlight_band(view)))
+    assert band.width == view.width and band.height < view.height / 2
+    fx0, fy0, fx1, fy1 = edge_bbox(view.png)
+    bx0, by0, bx1, by1 = edge_bbox(highlight_band(view))
+    assert (bx0, bx1, by1 - by0) == (fx0, fx1, fy1 - fy0)  # the whole highlight, uncut, is in the band
+    assert highlight_band(render_pdf_page(pdf, 1, "Spring tides reach 6 metres in March.")) is None

@@ -151,7 +151,7 @@ def test_new_user_journey(server, page, tmp_path, shot_on_failure):
     page.screenshot(path=str(SHOTS / "1-chat-empty.png"))
 
     # create a knowledge base on the Upload page
-    page.get_by_role("link", name="Upload").click()
+    page.get_by_role("link", name="Upload", exact=True).click()
     page.get_by_label("Name").fill("Zen")
     page.get_by_role("button", name="Create").click()
     page.get_by_text("Created Zen").wait_for()
@@ -164,7 +164,7 @@ def test_new_user_journey(server, page, tmp_path, shot_on_failure):
     page.screenshot(path=str(SHOTS / "2-upload.png"), full_page=True)
 
     # ask a question whose answer is in the PDF
-    page.get_by_role("link", name="Chat").click()
+    page.get_by_role("link", name="Chat", exact=True).click()
     box = page.get_by_placeholder("Ask a question about your documents")
     box.fill("Is flat better than nested?")
     box.press("Enter")
@@ -182,11 +182,29 @@ def test_new_user_journey(server, page, tmp_path, shot_on_failure):
     reply.get_by_role("button", name="google-doc-document.pdf · p. 1").click()
     dialog = page.get_by_role("dialog")
     dialog.get_by_text("Page 1 of 1").wait_for()
-    img = dialog.locator("img").first
-    img.wait_for()
-    src = img.get_attribute("src")
-    png = page.request.get(src if src.startswith("http") else url + src).body()
-    assert_highlight_on_passage(png, sample_pdf(tmp_path), "Flat is better than nested")
+
+    def image(i: int) -> bytes:
+        img = dialog.locator("img").nth(i)
+        img.wait_for()
+        src = img.get_attribute("src")
+        return page.request.get(src if src.startswith("http") else url + src).body()
+
+    # first, in view: the band of the page around the cited lines, highlight included
+    band = image(0)
+    dialog.get_by_text("Whole page 1").click()
+    whole = image(1)
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from rag_core.citation_view import HIGHLIGHT_EDGE
+
+    b, w = Image.open(io.BytesIO(band)), Image.open(io.BytesIO(whole))
+    assert b.width == w.width and b.height < w.height / 2
+    assert_highlight_on_passage(whole, sample_pdf(tmp_path), "Flat is better than nested")
+    edges = lambda png: int((np.asarray(Image.open(io.BytesIO(png)).convert("RGB")) == np.array(HIGHLIGHT_EDGE[:3])).all(axis=2).sum())  # noqa: E731
+    assert edges(band) == edges(whole)  # the whole highlight is in the band
     dialog.get_by_role("button", name="Download original").wait_for()
     page.screenshot(path=str(SHOTS / "3b-citation-viewer.png"))
     page.keyboard.press("Escape")
@@ -201,7 +219,7 @@ def test_new_user_journey(server, page, tmp_path, shot_on_failure):
     page.get_by_role("button", name="Why: wrong source").wait_for()
 
     # analytics counts it and shows the reason
-    page.get_by_role("link", name="Analytics").click()
+    page.get_by_role("link", name="Analytics", exact=True).click()
     page.get_by_text("Feedback analytics").wait_for()
     rated = page.locator("[data-testid=stMetric]").filter(has_text="Rated")
     rated.get_by_text("1", exact=True).wait_for()
@@ -220,7 +238,7 @@ def test_new_user_journey(server, page, tmp_path, shot_on_failure):
     page.screenshot(path=str(SHOTS / "4-analytics.png"))
     page.set_viewport_size({"width": 1400, "height": 1000})
 
-    page.get_by_role("link", name="Knowledge bases").click()
+    page.get_by_role("link", name="Knowledge bases", exact=True).click()
     page.get_by_text("Custom instructions").wait_for()
     page.screenshot(path=str(SHOTS / "5-knowledge-bases.png"), full_page=True)
 
@@ -242,7 +260,7 @@ def test_app_stays_responsive_during_a_large_ingest(server, page, tmp_path, shot
 
     url, _, data = server
     page.goto(url)
-    page.get_by_role("link", name="Upload").click()
+    page.get_by_role("link", name="Upload", exact=True).click()
     page.get_by_text("Create a knowledge base").click()
     page.get_by_label("Name").fill("Bulk")
     page.get_by_role("button", name="Create").click()
@@ -260,7 +278,7 @@ def test_app_stays_responsive_during_a_large_ingest(server, page, tmp_path, shot
     page.screenshot(path=str(SHOTS / "6-upload-job-progress.png"), full_page=True)
 
     # switch to Chat and ask the other knowledge base while the job runs
-    page.get_by_role("link", name="Chat").click()
+    page.get_by_role("link", name="Chat", exact=True).click()
     box = page.get_by_placeholder("Ask a question about your documents")
     box.fill("Is flat better than nested?")
     box.press("Enter")
@@ -271,7 +289,7 @@ def test_app_stays_responsive_during_a_large_ingest(server, page, tmp_path, shot
     assert statuses[-1] in ("queued", "running"), "the job ended before the answer: not a test of responsiveness"
 
     # the job finishes in the background and the Upload page reports it
-    page.get_by_role("link", name="Upload").click()
+    page.get_by_role("link", name="Upload", exact=True).click()
     page.get_by_label("Knowledge base", exact=True).click()
     page.get_by_role("option", name="Bulk").click()
     page.get_by_text("Done: 1 ingested").wait_for(timeout=300_000)

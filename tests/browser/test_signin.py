@@ -98,7 +98,7 @@ def test_signed_out_sees_only_the_sign_in_page(app, browser):
     page.goto(url)
     page.get_by_role("button", name="Sign in").wait_for()
     assert page.get_by_text("Chat with your documents").count() == 0
-    assert page.get_by_role("link", name="Upload").count() == 0
+    assert page.get_by_role("link", name="Upload", exact=True).count() == 0
     page.screenshot(path=str(SHOTS / "7-sign-in.png"))
     ctx.close()
 
@@ -131,15 +131,15 @@ def test_two_users_see_only_what_they_may(app, browser):
     threads = sidebar.get_by_role("button", name="Launch code project Papaya · ")
     threads.first.wait_for()
     assert threads.count() == 1
-    bob.get_by_role("link", name="Upload").click()
+    bob.get_by_role("link", name="Upload", exact=True).click()
     bob.get_by_text("Upload documents").wait_for()
     bob.get_by_label("Knowledge base", exact=True).click()
     assert "Alice private" not in [o.inner_text() for o in bob.get_by_role("option").all()]
     bob.keyboard.press("Escape")
-    bob.get_by_role("link", name="Knowledge bases").click()
+    bob.get_by_role("link", name="Knowledge bases", exact=True).click()
     bob.get_by_text("Custom instructions").wait_for()
     assert bob.get_by_text("Alice private").count() == 0
-    bob.get_by_role("link", name="Analytics").click()
+    bob.get_by_role("link", name="Analytics", exact=True).click()
     bob.get_by_text("Feedback analytics").wait_for()
     metric = bob.locator("[data-testid=stMetric]").filter(has_text="Answers")
     metric.get_by_text("1", exact=True).wait_for()  # his own one answer, not Alice's
@@ -155,7 +155,7 @@ def test_two_users_see_only_what_they_may(app, browser):
         assert SECRET.encode() not in body, path
 
     # signing out ends the session: back to the sign-in page
-    bob.get_by_role("link", name="Chat").click()
+    bob.get_by_role("link", name="Chat", exact=True).click()
     bob.get_by_role("button", name="Sign out").click()
     bob.wait_for_url("**/end_session**")  # the provider's logout; the app's cookie is already gone
     bob.goto(url)
