@@ -214,15 +214,6 @@ if learnt:
         st.dataframe(pd.DataFrame([{"id": r.signal_id, "judgement": "promote" if r.judgement > 0 else "demote",
                                     "passage": r.chunk_id, "by": r.user, "when": pd.to_datetime(r.ts, unit="s"),
                                     "active": r.active} for r in learnt]), hide_index=True, width="stretch")
-        corrections = ws.reranker_corrections(caller=me)
-        if corrections:
-            st.caption("Ratings also fit a per-knowledge-base correction of the reranker's weights. It is used only "
-                       "when it ranked held-out rated answers better, its effect on a passage is bounded, and "
-                       "reverting the knowledge base's records removes it.")
-            st.dataframe(pd.DataFrame([{"knowledge base": c["knowledge_base"], "in use": c["adopted"],
-                                        "rated answers": c["examples"], "held-out gains": str(c["fold_gains"]),
-                                        "fitted": pd.to_datetime(c["ts"], unit="s")} for c in corrections]),
-                         hide_index=True, width="stretch")
         if me.admin:
             rid = st.number_input("Record id to revert", min_value=0, step=1, value=0)
             if st.button("Revert record", disabled=rid == 0):

@@ -8,8 +8,7 @@ keys hold a hash of the secret, its owner and label (rag_core/api_keys.py).
 
 - Retention: a knowledge base's `retention_days` (0 = keep) bounds how long questions asked
   in it stay in the log; a question asked over several knowledge bases goes at the shortest
-  retention among them. Feedback and learnt records go with their question (foreign keys);
-  a knowledge base's reranker correction fitted on them is fitted again without them.
+  retention among them. Feedback and learnt records go with their question (foreign keys).
   `purge_expired` runs when a workspace opens and then at most hourly as answers are logged
   (`maybe_purge`), and on demand (`python -m rag_core purge`).
 - A user deletes their own logged questions (with their feedback); their conversations they
@@ -53,10 +52,6 @@ def _delete_queries(db: Database, query_ids: list[str]) -> int:
             # thread messages keep the conversation; only their link to the log goes
             c.execute(f"UPDATE thread_messages SET query_id=NULL WHERE query_id IN ({marks})", part)
             c.execute(f"DELETE FROM queries WHERE query_id IN ({marks})", part)  # feedback, signals cascade
-    if query_ids:  # a correction fitted on records that are gone is fitted again without them
-        from .retrieval.feedback_signals import Corrections
-
-        Corrections(db).refresh()
     return len(query_ids)
 
 

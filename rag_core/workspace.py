@@ -266,17 +266,6 @@ class Workspace:
         kbs = [kb.kb_id for kb in self.list_kbs(caller=caller) if caller.admin or access.is_owner(caller, kb)]
         return self.signals.list(kbs)
 
-    def reranker_corrections(self, *, caller: Caller) -> list[dict]:
-        """The reranker corrections ratings fitted (feedback_signals.Corrections), with their
-        evidence, for the knowledge bases this caller owns (admins: all they see)."""
-        out = []
-        for kb in self.list_kbs(caller=caller):
-            if caller.admin or access.is_owner(caller, kb):
-                detail = self.signals.corrections.detail(kb.kb_id)
-                if detail is not None:
-                    out.append({"knowledge_base": kb.name, **detail})
-        return out
-
     def revert_feedback(self, *, caller: Caller, signal_id: int | None = None, kb_name: str | None = None) -> int:
         """An admin undoes what feedback taught: one record, or all of a knowledge base's."""
         if not caller.admin:

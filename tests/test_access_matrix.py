@@ -98,7 +98,7 @@ SURFACES = {
 }
 # Methods scoped to the caller itself (no other party's object named): tested one by one below.
 CALLER_SCOPED = {"list_kbs", "create_kb", "conversations", "feedback_for", "last_kbs", "remember_kbs", "migrate_to",
-                 "gap_report", "feedback_signals", "reranker_corrections", "revert_feedback", "delete_my_questions", "export_user_data",
+                 "gap_report", "feedback_signals", "revert_feedback", "delete_my_questions", "export_user_data",
                  "erase_user_data"}
 # process lifecycle, and retention: it applies each knowledge base's own setting (an owner's
 # choice, made through update_kb), not a caller's request
@@ -244,7 +244,6 @@ def test_caller_scoped_surfaces(world, tmp_path):
     assert "merger" not in ws.gap_report(caller=BOB)["topics"].to_csv()
     assert ws.feedback_signals(caller=BOB) == [] and ws.feedback_signals(caller=CAROL) == []
     assert ws.feedback_signals(caller=ALICE)  # she owns Alpha
-    assert ws.reranker_corrections(caller=BOB) == [] and ws.reranker_corrections(caller=CAROL) == []
     for fn in (lambda: ws.revert_feedback(caller=ALICE, kb_name="Alpha"),
                lambda: ws.export_user_data("alice", caller=BOB), lambda: ws.erase_user_data("alice", caller=BOB)):
         with pytest.raises(PermissionDenied):

@@ -281,17 +281,6 @@ class Corrections:
         return {"correction": json.loads(row["correction"]), "examples": row["examples"],
                 **json.loads(row["detail"]), "ts": row["ts"]}
 
-    def refresh(self) -> int:
-        """Refit every base whose records changed under it (retention, a user's erasure or
-        deletion of their questions: the records go by foreign key, the fit must follow).
-        Returns how many were refitted."""
-        rows = self.db.query(
-            "SELECT m.kb_id FROM feedback_models m WHERE m.examples != "
-            "(SELECT COUNT(*) FROM feedback_examples e WHERE e.kb_id = m.kb_id AND e.active = 1)")
-        for r in rows:
-            self.refit(r[0])
-        return len(rows)
-
     def _load(self, kb_id: str, now: float):
         rows = self.db.query("SELECT matrix, labels, ts FROM feedback_examples WHERE kb_id=? AND active=1", (kb_id,))
         out = []

@@ -105,14 +105,3 @@ def test_ratings_fit_a_bounded_correction_for_their_own_base_only_and_a_revert_r
     ws.revert_feedback(kb_name="hr", caller=OP)  # an admin reverts what the base learnt
     assert ws.signals.corrections.get(kb_id) is None
     assert all(v is None for v in learned(ws, "hr", other).values())
-
-
-def test_a_users_erasure_refits_the_correction_without_their_records(ws):
-    kb_id = ws.get_kb("hr", caller=ANN).kb_id
-    for _ in range(fs.MIN_EXAMPLES):
-        rate(ws, "leave-faq.md", "How many days of annual leave do employees get?")
-    assert ws.signals.corrections.detail(kb_id)["examples"] == fs.MIN_EXAMPLES
-    from rag_core import privacy
-
-    privacy.delete_user_questions(ws.db, "ann")  # her questions, feedback and records go
-    assert ws.signals.corrections.detail(kb_id) is None  # and the fit made from them
