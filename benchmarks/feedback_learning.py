@@ -12,8 +12,6 @@ Only train-side articles (v2.0 positions 0–19, SPLIT.md) give questions:
   question of the odd-position articles ("unrelated") are never rated: they are measured
   before and after; so are the rated questions themselves, asked again ("rated again":
   a repeat, by the same or another user).
-Each rating also fits the knowledge base's correction of the reranker (feedback_signals.
-Corrections); the record shows it (`reranker_correction`: adopted or not, fold gains).
 Reported per group: P@5 (share of the top 5 passages that come from the gold paragraph; a
 long paragraph may be two chunks, so it can pass 0.2) and hit@1 over every question of the
 group, and correct answers (the answer contains a gold answer and cites the gold paragraph;
@@ -118,13 +116,11 @@ def main() -> None:
                 else:
                     fb.rate(qid, -1, reason="wrong source")
                     downs += 1
-            kb_id = ws.get_kb(KB, caller=OP).kb_id
-            model = ws.signals.corrections.refit(kb_id)  # forced: the growth rule may have left the last ratings out
             after = both()
         finally:
             ws.close()
     rec = {"share": args.share, "seed": args.seed, "mode": args.mode, "sim_min": SIM_MIN, "bound": BOUND, "rated_questions": len(taught), "thumbs_up": ups,
-           "thumbs_down": downs, "reranker_correction": model, "before": before, "after": after,
+           "thumbs_down": downs, "before": before, "after": after,
            "delta": {g: {k: round(after[g][k] - before[g][k], 4) for k in before[g]
                          if k not in ("questions", "answered_sample")}
                      for g in before}}

@@ -254,11 +254,7 @@ class Workspace:
         """What retrieval learns from ratings (retrieval/feedback_signals.py)."""
         from .retrieval.feedback_signals import FeedbackSignals
 
-        def examples(question: str, kb_id: str):
-            kb = self.appdb.find_kb(kb_id)
-            return None if kb is None else self.retrieval.examples(question, kb_id, merged_settings([kb]))
-
-        return FeedbackSignals(self.db, embed=lambda text: self.embedder.embed_array([text])[0], examples=examples)
+        return FeedbackSignals(self.db, embed=lambda text: self.embedder.embed_array([text])[0])
 
     def feedback_signals(self, *, caller: Caller) -> list:
         """The learning records of the knowledge bases this caller owns (admins: all they see),

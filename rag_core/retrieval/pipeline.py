@@ -108,7 +108,7 @@ class RetrievalPipeline:
         if do_rerank and cands:
             t = time.perf_counter()
             reranked = min(len(cands), RERANK_DEPTH)
-            cands = self._rerank(pq.text, cands[:RERANK_DEPTH], filters) + cands[RERANK_DEPTH:]
+            cands = self.reranker.rerank(pq.text, cands[:RERANK_DEPTH]) + cands[RERANK_DEPTH:]
             timings["rerank"] = (time.perf_counter() - t) * 1000
         dropped = 0
         head = reranked  # candidates on the reranker's scale; those after it are on the fused one
@@ -136,30 +136,6 @@ class RetrievalPipeline:
             cands = fit_budget(cands, settings.context_tokens)
         timings["total"] = (time.perf_counter() - t0) * 1000
         return Retrieved(pq, cands, timings, candidates=n_cands, below_threshold=dropped)
-
-    def _rerank(self, query: str, cands: list[ScoredChunk], filters: SearchFilters) -> list[ScoredChunk]:
-        """The reranker, with the knowledge base's learnt correction when the search is over
-        one knowledge base and the reranker takes one (feedback_signals.Corrections). Over
-        several, none: each base's correction is fitted on its own scale."""
-        learns = getattr(self.reranker, "learns", False)
-        if learns and self.signals is not None and filters.kb_ids is not None and len(filters.kb_ids) == 1:
-            correction = self.signals.correction(filters.kb_ids[0])
-            if correction is not None:
-                return self.reranker.rerank(query, cands, correction=correction)
-        return self.reranker.rerank(query, cands)
-
-    def examples(self, query: str, kb_id: str, settings: RetrievalSettings) -> tuple[list[str], np.ndarray] | None:
-        """The read head's chunk ids and feature matrix for this question in this knowledge
-        base (without any correction): what a rating records for learning. None when the
-        reranker learns nothing."""
-        if not getattr(self.reranker, "learns", False):
-            return None
-        pq = parse(query)
-        sr = candidate_search(self.store, self.embedder, pq.text, RERANK_DEPTH, SearchFilters(kb_ids=[kb_id]),
-                              mode="hybrid", alpha=settings.alpha, fusion=settings.fusion)
-        out: list = []
-        self.reranker.rerank(pq.text, sr.results[:RERANK_DEPTH], examples=out)
-        return out[0] if out else None
 
     def _mmr(self, cands: list[ScoredChunk], k: int, lam: float) -> list[ScoredChunk]:
         vecs = self.store.vectors_for([c.chunk.chunk_id for c in cands])

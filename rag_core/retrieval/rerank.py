@@ -91,11 +91,11 @@ class FeatureReranker:
             )
         return np.asarray(rows, dtype=np.float64).reshape(len(candidates), len(FEATURES))
 
-    def rerank(self, query: str, candidates: list[ScoredChunk], x: np.ndarray | None = None) -> list[ScoredChunk]:
+    def rerank(self, query: str, candidates: list[ScoredChunk]) -> list[ScoredChunk]:
         if not candidates:
             return []
         weights = self.weights or load_weights()
-        x = self.features(query, candidates) if x is None else x
+        x = self.features(query, candidates)
         z = x @ np.asarray([weights[f] for f in FEATURES])
         p = 1.0 / (1.0 + np.exp(-z))
         for c, s in zip(candidates, p):
@@ -121,56 +121,24 @@ class ReaderReranker:
         self.depth = depth
         self.combo = combo or {"reader": 1.0, "features": 1.0, "bias": 0.0}
 
-    # what a knowledge base's feedback may re-weigh (feedback_signals.Corrections): the
-    # feature reranker's features except its bias, and the reader's logit
-    LEARNABLE = FEATURES[1:] + ("reader",)
-    learns = True
-
-    def rerank(self, query: str, candidates: list[ScoredChunk], correction: np.ndarray | None = None,
-               examples: list | None = None) -> list[ScoredChunk]:
-        """`correction`: a knowledge base's learnt change to the weights of LEARNABLE, applied
-        to the read head, centred over it and bounded (feedback_signals.py); `examples`: a list
-        that receives (head chunk ids, head feature matrix) — what a rating records."""
+    def rerank(self, query: str, candidates: list[ScoredChunk]) -> list[ScoredChunk]:
         if not candidates:
             return []
-        x = self.base.features(query, candidates)
-        ranked = self.base.rerank(query, candidates, x=x)
+        ranked = self.base.rerank(query, candidates)
         head, tail = ranked[: self.depth], ranked[self.depth :]
         logit_r = self.reader.logits("relevant", [query] * len(head),
                                      [f"{c.chunk.title} | {c.chunk.text}" for c in head])  # as trained: title only
         w = self.combo
-        z = np.zeros(len(head))
-        for i, (c, lr) in enumerate(zip(head, logit_r)):
+        for c, lr in zip(head, logit_r):
             pf = min(max(c.scores["rerank"], 1e-6), 1 - 1e-6)
-            z[i] = w["reader"] * float(lr) + w["features"] * math.log(pf / (1 - pf)) + w["bias"]
+            z = w["reader"] * float(lr) + w["features"] * math.log(pf / (1 - pf)) + w["bias"]
             c.scores["reader"] = float(lr)
-        if (correction is not None or examples is not None) and head:
-            row = {id(c): i for i, c in enumerate(candidates)}
-            m = np.hstack([x[[row[id(c)] for c in head]][:, 1:], np.asarray(logit_r, dtype=np.float64).reshape(-1, 1)])
-            if examples is not None:
-                examples.append(([c.chunk.chunk_id for c in head], m))
-            if correction is not None:
-                delta = m @ np.asarray(correction, dtype=np.float64)
-                delta = np.clip(delta - delta.mean(), -CORRECTION_BOUND, CORRECTION_BOUND)
-                z += delta
-                for c, d in zip(head, delta):
-                    c.scores["learned"] = round(float(d), 6)
-        for c, zi in zip(head, z):
-            c.scores["rerank"] = c.score = 1.0 / (1.0 + math.exp(-zi))
+            c.scores["rerank"] = c.score = 1.0 / (1.0 + math.exp(-z))
         # the tail keeps its order below every read candidate
         floor = min((h.score for h in head), default=0.0)
         for c in tail:
             c.scores["rerank"] = c.score = min(c.score, floor) * 0.999
         return sorted(head, key=lambda c: (-c.score, c.chunk.chunk_id)) + tail
-
-
-# A learnt correction moves a candidate's logit by at most this much after centring over the
-# read head (odds × e² at most): a guard rail, so feedback re-orders close calls and never
-# turns a passage the model finds irrelevant into a confident one. In an offline replay of
-# the simulated-user benchmark (SQuAD train-side articles; benchmarks/feedback_learning.py),
-# a bound of 1 kept ~40% of the unbounded fit's hit@1 gain on the questions nobody rated,
-# 2 kept ~70%.
-CORRECTION_BOUND = 2.0
 
 
 class CrossEncoderReranker:
