@@ -344,8 +344,7 @@ class JobRunner:
             # The reading ETA counts files (their sizes vary; a rough guide), once one is read.
             spent = time.time() - started
             q.set_progress(job.job_id, phase="reading", files_done=base_done + done, files_total=len(job.files),
-                           file=name, since=started,
-                           eta_s=round(spent / done * (total - done), 1) if done else None)
+                           file=name, eta_s=round(spent / done * (total - done), 1) if done else None)
 
         last = [0.0]
 

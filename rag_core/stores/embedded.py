@@ -312,10 +312,11 @@ class EmbeddedStore:
             clock = time.perf_counter()
             try:  # minutes at 1M chunks (graphs): searches and writes go on
                 built = MemIndex.build_compaction(plan, cancelled=lambda: self._closing)
-            except BaseException as exc:
-                mi._touched = None  # no compaction in flight: inline merges may run again
-                if isinstance(exc, Cancelled):
-                    break  # closing: the snapshot keeps the tombstones; the next open compacts
+            except Cancelled:
+                mi.abandon_compaction()
+                break  # closing: the snapshot keeps the tombstones; the next open compacts
+            except BaseException:
+                mi.abandon_compaction()
                 raise
             self.longest_compaction_build_ms = max(self.longest_compaction_build_ms, _lap(clock))
             with self._sync_lock.write():

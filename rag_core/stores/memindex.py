@@ -14,8 +14,8 @@ Memory: a row costs ~30 bytes of row arrays; postings and forward entries 6 byte
 (int32 position or term, uint16 tf); none of it is a Python object per row, and the large
 arrays can be memory-mapped from a snapshot (rag_core/stores/snapshot.py). Dead rows keep
 their position until a third of the rows are dead, then one compaction drops them — built
-off the lock like a merge when a store maintains the index in the background (a compaction
-at 1M rows takes seconds; searches must not wait for it).
+off the lock like a merge when a store maintains the index in the background (at 1M rows
+it takes minutes, its graphs included; searches must not wait for it).
 
 Scores are computed with the live statistics (N, df, avgdl over rows not deleted), so
 BM25 after deletes equals BM25 of a fresh index. Query cost: Σ over query terms of their
@@ -388,6 +388,11 @@ class MemIndex:
         self._touched = []
         return plan
 
+    def abandon_compaction(self) -> None:
+        """The planned compaction will not be installed (its build failed or was cancelled):
+        stop noting vectors for it, and let inline merges run again."""
+        self._touched = None
+
     @staticmethod
     def build_compaction(plan: dict, cancelled=None) -> dict:
         """The compacted main segment over the plan's rows, computed without any lock: the
@@ -423,7 +428,8 @@ class MemIndex:
         delta (renumbered), deletes stay dead (their statistics were applied when they came),
         dates and vector flags are read now, vectors set meanwhile are re-read. False when a
         merge or another compaction changed the layout meanwhile."""
-        touched, self._touched = self._touched, None
+        touched = self._touched
+        self.abandon_compaction()
         if plan["layout"] != self.layout:
             return False
         upto, keep = plan["upto"], built["keep"]
