@@ -8,9 +8,14 @@ def _pdf_string(text: str) -> bytes:
     return b"(" + raw.replace(b"\\", b"\\\\").replace(b"(", b"\\(").replace(b")", b"\\)") + b")"
 
 
+_STYLES = {"[code]": b"/F2 10 Tf", "[h]": b"/F3 15 Tf"}  # Courier; Helvetica-Bold, larger
+
+
 def make_pdf(pages: list[str], *, title: str | None = None) -> bytes:
     """A valid PDF with one page per string, each line of a string on its own text line
-    (Helvetica 11 pt, WinAnsi so Latin-1 accents survive). `title` goes into /Info."""
+    (Helvetica 11 pt, WinAnsi so Latin-1 accents survive). `title` goes into /Info. A line
+    starting with "[code]" is set in Courier 10 pt, one starting with "[h]" in Helvetica-Bold
+    15 pt (the marker itself is not drawn)."""
     objects: list[bytes] = []  # object n is objects[n - 1]
 
     def add(body: bytes) -> int:
@@ -20,18 +25,24 @@ def make_pdf(pages: list[str], *, title: str | None = None) -> bytes:
     catalog = add(b"")  # filled once the page tree exists
     tree = add(b"")
     font = add(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
+    mono = add(b"<< /Type /Font /Subtype /Type1 /BaseFont /Courier /Encoding /WinAnsiEncoding >>")
+    bold = add(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica-Bold /Encoding /WinAnsiEncoding >>")
     kids = []
     for text in pages:
         ops = [b"BT", b"/F1 11 Tf", b"13 TL", b"56 790 Td"]
         for line in text.split("\n"):
-            ops.append(_pdf_string(line) + b" Tj T*")
+            style = next((k for k in _STYLES if line.startswith(k)), None)
+            if style:
+                ops += [_STYLES[style], _pdf_string(line[len(style):]) + b" Tj T*", b"/F1 11 Tf"]
+            else:
+                ops.append(_pdf_string(line) + b" Tj T*")
         ops.append(b"ET")
         stream = b"\n".join(ops)
         content = add(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
         kids.append(
             add(
                 b"<< /Type /Page /Parent %d 0 R /MediaBox [0 0 595 842] /Contents %d 0 R "
-                b"/Resources << /Font << /F1 %d 0 R >> >> >>" % (tree, content, font)
+                b"/Resources << /Font << /F1 %d 0 R /F2 %d 0 R /F3 %d 0 R >> >> >>" % (tree, content, font, mono, bold)
             )
         )
     objects[catalog - 1] = b"<< /Type /Catalog /Pages %d 0 R >>" % tree

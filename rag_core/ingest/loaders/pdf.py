@@ -10,7 +10,9 @@ from pathlib import Path
 from rag_core.errors import LoadError, MissingDependency
 from rag_core.models import LoadedDocument
 
+from . import pdf_layout
 from .common import LoadOptions, _meaningful_title, parse_date, title_from_filename
+from .pdf_layout import Line
 
 log = logging.getLogger(__name__)
 EXTENSIONS = {".pdf": "application/pdf"}
@@ -41,7 +43,7 @@ _MANY_BLANK_LINES = re.compile(r"\n{3,}")
 
 
 def _load_pdf(path: Path, source: str, *, max_pages: int, password: str | None, ocr: bool = False,
-              on_progress: Callable[[], None] | None = None) -> LoadedDocument:
+              on_progress: Callable[[], None] | None = None, strip_running: bool = True) -> LoadedDocument:
     from pypdf import PdfReader
     from pypdf.errors import DependencyError, FileNotDecryptedError
 
@@ -66,26 +68,28 @@ def _load_pdf(path: Path, source: str, *, max_pages: int, password: str | None, 
     if page_count > max_pages:
         raise LoadError(f"too many pages: {page_count} (the limit is {max_pages})")
 
-    pages: list[str] = []
+    page_lines: list[list[Line]] = []
     failed: list[int] = []
     for number, page in enumerate(reader.pages, start=1):
         try:
             # "plain" follows the content stream, which is reading order for typeset
             # documents; "layout" interleaves the columns of multi-column pages line by line
             # (measured on the py-pdf multicolumn sample), which scrambles every sentence.
-            raw = page.extract_text(extraction_mode="plain")
+            lines = pdf_layout.page_lines(page)
         except Exception as exc:
             # One damaged page should not sink a long document; it is reported instead: the
             # page numbers go into the document's warnings, which the ingest report shows.
             log.warning("%s: text extraction failed on page %d (%s: %s)", source, number, type(exc).__name__, exc)
             log.debug("page %d of %s", number, source, exc_info=True)
-            raw = ""
+            lines = []
             failed.append(number)
-        pages.append(clean_pdf_text(raw))
+        for x in lines:
+            x.text = _clean_line(x.text)
+        page_lines.append(lines)
 
     if len(failed) == page_count:
         raise LoadError("could not extract text from any page (the PDF is damaged)")
-    pages = strip_running_lines(pages)
+    pages = structured_pages(page_lines, strip_running=strip_running)
     ocr_pages: list[int] = []
     blank = [i for i, p in enumerate(pages) if len("".join(p.split())) < MIN_CHARS_PER_PAGE]
     if ocr and blank:  # scans, and text drawn as outlines: OCR reads both
@@ -209,7 +213,7 @@ def _recurring(at: list[int]) -> bool:
     return len(at) >= 3 and len(at) >= 0.3 * (at[-1] - at[0] + 1)
 
 
-def strip_running_lines(pages: list[str]) -> list[str]:
+def running_lines(split: list[list[str]]) -> list[set[int]]:
     """Running headers and footers out, page by page. A line among a page's first or last two
     lines goes when
     - its text, digits aside ("Chapter 3: Objects 15", "gnuplot 5.4 31"), recurs at a page edge
@@ -221,9 +225,8 @@ def strip_running_lines(pages: list[str]) -> list[str]:
       the foot of a page of maths output does not, and stays.
     The same line recurring rarely at a page top ("Example") is content and stays; so do
     footnotes. Spliced into passages such lines ended up inside answers."""
-    if len(pages) < 3:
-        return pages
-    split = [p.split("\n") for p in pages]
+    if len(split) < 3:
+        return [set() for _ in split]
 
     def edges(lines: list[str]) -> list[str]:
         return [x for x in lines[:_EDGE_LINES] + lines[-_EDGE_LINES:] if x.strip()]
@@ -245,27 +248,55 @@ def strip_running_lines(pages: list[str]) -> list[str]:
         n, k = _number(x), _edge_key(x)
         return k in running or _shape(k) in running or (n is not None and n - i in steps)
 
-    out = []
-    for i, (page, lines) in enumerate(zip(pages, split)):
+    drops = []
+    for i, lines in enumerate(split):
         n = len(lines)
-        keep = [x for j, x in enumerate(lines)
-                if not ((j < _EDGE_LINES or j >= n - _EDGE_LINES) and x.strip() and debris(x, i))]
-        text = "\n".join(keep).strip()
-        out.append(text if text else page)  # a page that is nothing but such lines keeps them
+        drop = {j for j, x in enumerate(lines)
+                if (j < _EDGE_LINES or j >= n - _EDGE_LINES) and x.strip() and debris(x, i)}
+        # a page that is nothing but such lines keeps them
+        drops.append(drop if any(x.strip() for j, x in enumerate(lines) if j not in drop) else set())
+    return drops
+
+
+def strip_running_lines(pages: list[str]) -> list[str]:
+    """Pages of plain text with their running lines (`running_lines`) taken out."""
+    split = [p.split("\n") for p in pages]
+    return ["\n".join(x for j, x in enumerate(lines) if j not in drop).strip()
+            for lines, drop in zip(split, running_lines(split))]
+
+
+def structured_pages(page_lines: list[list[Line]], strip_running: bool = True) -> list[str]:
+    """Each page's text as light Markdown (pdf_layout.render: code fenced, headings, bullets),
+    running heads and feet out, end-of-line hyphens joined outside code."""
+    drops = running_lines([[x.text for x in lines] for lines in page_lines]) if strip_running else None
+    body = pdf_layout.body_size(page_lines)
+    levels = pdf_layout.heading_levels(page_lines, body)
+    out = []
+    for i, lines in enumerate(page_lines):
+        kept = [x for j, x in enumerate(lines) if not drops or j not in drops[i]]
+        out.append(_join_hyphens(pdf_layout.render(kept, body, levels)))
     return out
 
 
-def clean_pdf_text(text: str) -> str:
-    """Tidy pypdf output: ligatures and NULs out, spaces collapsed, end-of-line hyphens joined.
+def _clean_line(line: str) -> str:
+    return _INLINE_SPACE.sub(" ", line.translate(_LIGATURES).replace("\r", "")).strip()
 
-    A hyphen at a line end is removed only when the next line starts lowercase
-    ("exam-\\nple" -> "example"), so "Baden-\\nWürttemberg" and "2013-\\n2014" survive.
-    """
-    text = text.translate(_LIGATURES).replace("\r\n", "\n").replace("\r", "\n")
-    lines = [_INLINE_SPACE.sub(" ", line).strip() for line in text.split("\n")]
-    text = "\n".join(lines)
-    text = _LINE_END_HYPHEN.sub(lambda m: "" if m.group(1).islower() else "-\n", text)
-    return _MANY_BLANK_LINES.sub("\n\n", text).strip()
+
+def _join_hyphens(text: str) -> str:
+    """A hyphen at a line end is removed only when the next line starts lowercase
+    ("exam-\\nple" -> "example"), so "Baden-\\nWürttemberg" and "2013-\\n2014" survive; code
+    between ``` fences is left exactly as set."""
+    parts = re.split(r"(^```\n.*?\n```$)", text, flags=re.S | re.M)
+    for k in range(0, len(parts), 2):
+        parts[k] = _LINE_END_HYPHEN.sub(lambda m: "" if m.group(1).islower() else "-\n", parts[k])
+    return _MANY_BLANK_LINES.sub("\n\n", "".join(parts)).strip()
+
+
+def clean_pdf_text(text: str) -> str:
+    """Tidy text from a PDF (OCR'd pages too): ligatures and NULs out, spaces collapsed,
+    end-of-line hyphens joined (`_join_hyphens`)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _join_hyphens("\n".join(_clean_line(line) for line in text.split("\n")))
 
 
 def _pdf_has_images(reader) -> bool:

@@ -105,7 +105,9 @@ def test_multicolumn_pdf_keeps_reading_order():
     doc = load_one(SAMPLE_PDFS / "026-latex-multicolumn" / "multicolumn.pdf")
     assert doc.page_count == 3
     first = doc.pages[0]
-    assert first.startswith("Two-Column Document with Lorem Ipsum")
+    # The title is set at display size: a heading; the author line a little larger is not.
+    assert first.startswith("# Two-Column Document with Lorem Ipsum\nYour Name\n")
+    assert "\n## Abstract\n" in first
     # Column one is read before column two, and the hyphen at "adip-|iscing" is joined.
     assert "Lorem ipsum dolor sit amet, consectetuer adipiscing elit. Ut purus elit" in first
     assert first.index("Nam dui ligula") < first.index("Phasellus adipiscing semper elit")
@@ -239,3 +241,48 @@ def test_pdf_date_falls_back_to_xmp(tmp_path):
            b"<xmp:ModifyDate>2021-07-08T10:00:00+02:00</xmp:ModifyDate></rdf:Description>"
            b'</rdf:RDF></x:xmpmeta><?xpacket end="w"?>')
     assert load_one(_pdf_with_info(tmp_path, {"/ModDate": "junk"}, xmp)).metadata["date"] == "2021-07-08"
+
+
+def test_a_manual_page_keeps_its_structure(tmp_path):
+    """A real PDF written for this test, as a manual is set: a running head and a page-number
+    foot on every page, a heading in a larger bold font, a code example in Courier introduced
+    by a sentence, a word hyphenated at a line end, a bullet list, a sentence that runs over the
+    page break, and a function name in Courier wrapped alone onto a line inside a sentence.
+    The chunks hold none of the debris, the code block whole and fenced, the list as a list,
+    and the heading as the chunk's section."""
+    from rag_core.ingest.loaders import load_file
+
+    head = "Plotting Guide 2.1"
+    pages = [
+        f"{head}\n[h]Reading data\nData is read from a text file. To read a CSV file, use:\n"
+        "[code]data <- read.csv(\"file.csv\",\n[code]                 header = TRUE)\n"
+        "The argument header says whether the first line holds the col-\numn names. The\n"
+        "[code]summary()\nfunction describes every column.\n"
+        "Three functions draw:\n\u2022 plot() draws the points\n\u2022 lines() joins them\n\u2022 text() labels them\n"
+        "The result of reading is a data frame that holds\n1",
+        f"{head}\nevery column of the file as a vector.\n[h]Saving plots\nA plot is saved by opening a device first:\n"
+        "[code]png(\"plot.png\")\n[code]plot(data)\n[code]dev.off()\nThe file is written when the device closes.\n2",
+        f"{head}\n[h]Colours\nColours are named or given as numbers.\n3",
+        f"{head}\n[h]Index\nplot, lines, text, png.\n4",
+    ]
+    f = tmp_path / "guide.pdf"
+    f.write_bytes(make_pdf(pages))
+    doc = load_file(f)[0]
+    chunks = chunk_document(doc, doc_id="d", kb_id="k", chunk_size=400, chunk_overlap=0)
+    text = "\n".join(c.text for c in chunks)
+    assert head not in text and not any(line.strip() in {"1", "2", "3", "4"} for line in text.splitlines())
+    code = '```\ndata <- read.csv("file.csv",\nheader = TRUE)\n```'
+    assert sum(code in c.text for c in chunks) == 1  # intact, fenced, in one chunk
+    assert any('```\npng("plot.png")\nplot(data)\ndev.off()\n```' in c.text for c in chunks)
+    assert "holds the column names." in text  # the hyphen joined
+    assert "The\nsummary()\nfunction describes every column." in text  # inline code stays in its sentence
+    assert "- plot() draws the points\n- lines() joins them\n- text() labels them" in text
+    assert "\u2022" not in text
+    reading = next(c for c in chunks if "read.csv" in c.text)
+    assert reading.section == "Reading data" and reading.page_start == 1
+    saving = next(c for c in chunks if "dev.off()" in c.text)
+    assert saving.section == "Saving plots" and saving.page_start == 2
+    # The sentence over the page break is one sentence of one chunk.
+    assert any("a data frame that holds\n every column of the file as a vector." in c.text for c in chunks)
+    assert [line for p in doc.pages for line in p.splitlines() if line.startswith("#")] == [
+        "# Reading data", "# Saving plots", "# Colours", "# Index"]
