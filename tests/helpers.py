@@ -8,14 +8,14 @@ def _pdf_string(text: str) -> bytes:
     return b"(" + raw.replace(b"\\", b"\\\\").replace(b"(", b"\\(").replace(b")", b"\\)") + b")"
 
 
-_STYLES = {"[code]": b"/F2 10 Tf", "[h]": b"/F3 15 Tf"}  # Courier; Helvetica-Bold, larger
+_STYLES = {"[code]": b"/F2 10 Tf", "[h]": b"/F3 15 Tf", "[small]": b"/F1 6 Tf"}  # Courier; Helvetica-Bold, larger; small
 
 
 def make_pdf(pages: list[str], *, title: str | None = None) -> bytes:
     """A valid PDF with one page per string, each line of a string on its own text line
     (Helvetica 11 pt, WinAnsi so Latin-1 accents survive). `title` goes into /Info. A line
     starting with "[code]" is set in Courier 10 pt, one starting with "[h]" in Helvetica-Bold
-    15 pt (the marker itself is not drawn)."""
+    15 pt, one starting with "[small]" in Helvetica 6 pt (the marker itself is not drawn)."""
     objects: list[bytes] = []  # object n is objects[n - 1]
 
     def add(body: bytes) -> int:

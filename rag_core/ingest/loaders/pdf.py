@@ -268,14 +268,35 @@ def strip_running_lines(pages: list[str]) -> list[str]:
 def structured_pages(page_lines: list[list[Line]], strip_running: bool = True) -> list[str]:
     """Each page's text as light Markdown (pdf_layout.render: code fenced, headings, bullets),
     running heads and feet out, end-of-line hyphens joined outside code."""
-    drops = running_lines([[x.text for x in lines] for lines in page_lines]) if strip_running else None
     body = pdf_layout.body_size(page_lines)
+    drops = None
+    if strip_running:
+        drops = running_lines([[x.text for x in lines] for lines in page_lines])
+        for drop, small in zip(drops, pdf_layout.recurring_small_lines(page_lines, body)):
+            drop |= small
     levels = pdf_layout.heading_levels(page_lines, body)
     out = []
     for i, lines in enumerate(page_lines):
         kept = [x for j, x in enumerate(lines) if not drops or j not in drops[i]]
         out.append(_join_hyphens(pdf_layout.render(kept, body, levels)))
+    _join_page_hyphens(out)
     return out
+
+
+_PAGE_END_HYPHEN = re.compile(r"(?<=[^\W\d_])-$")
+_PAGE_START_WORD = re.compile(r"[^\W\d_A-Z]\w*[.,;:!?)]*[ \t]*")
+
+
+def _join_page_hyphens(pages: list[str]) -> None:
+    """A word hyphenated over a page break ("hex-" | "adecimal RGB …") is made whole on the
+    first page: the next page's first word moves back, so the word is searchable and a page
+    still cites the text it shows (less one word)."""
+    for i in range(len(pages) - 1):
+        m = _PAGE_END_HYPHEN.search(pages[i])
+        n = _PAGE_START_WORD.match(pages[i + 1]) if m else None
+        if m and n:
+            pages[i] = pages[i][:m.start()] + n.group(0).rstrip()
+            pages[i + 1] = pages[i + 1][n.end():].lstrip(" \t")
 
 
 def _clean_line(line: str) -> str:

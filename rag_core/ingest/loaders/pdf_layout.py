@@ -23,7 +23,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-_MONO_NAME = re.compile(r"tt\d|mono|courier|consol|menlo|inconsolata|typewriter|sourcecode|firacode|fixed", re.I)
+_MONO_NAME = re.compile(r"tt\d|mono|nimbusmon|courier|cousine|lettergothic|consol|menlo|inconsolata|typewriter|sourcecode|firacode|fixed", re.I)
 _BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi|cmbx|cmb\d|cmssbx|\bbx", re.I)
 _FIXED_PITCH = 1  # PDF font descriptor flag bit 1
 _FORCE_BOLD = 1 << 18  # flag bit 19
@@ -31,7 +31,7 @@ _FORCE_BOLD = 1 << 18  # flag bit 19
 # private-use area (Word's "" shows as a box: "□").
 _BULLET = re.compile(r"^[•●○◦▪■□▫▸►▹‣⁃∙➢➤✓✔❖\uf0a7\uf0b7\uf076\uf0d8\uf0fc\uf0a8\uf06e\uf071](?:\s+|(?=[A-Za-z(\"'“]))")
 _SENTENCE_END = (".", ":", ";", "!", "?", ")")
-HEADING_RATIO = 1.12  # set at least this much larger than body text, in bold
+HEADING_RATIO = 1.08  # set at least this much larger than body text, in bold
 DISPLAY_RATIO = 1.4  # this much larger is a heading in any weight (titles, slide titles)
 MAX_HEADING_WORDS = 14
 CODE_SHARE = 0.8  # of a line's visible characters in monospace
@@ -115,13 +115,39 @@ def page_lines(page) -> list[Line]:
 
 
 def body_size(pages: list[list[Line]]) -> float:
-    """The size most of the document's characters are set in (rounded to half points)."""
+    """The size most of the document's running text is set in (rounded to half points): lines
+    of five words or more, so that a deck's one-word navigation entries, however many, do not
+    outweigh its sentences."""
     weight: Counter[float] = Counter()
+    short: Counter[float] = Counter()
     for lines in pages:
         for x in lines:
             if x.chars and x.min_size:
-                weight[round(x.min_size * 2) / 2] += x.chars
+                (weight if len(x.text.split()) >= 5 else short)[round(x.min_size * 2) / 2] += x.chars
+    weight = weight or short
     return weight.most_common(1)[0][0] if weight else 0.0
+
+
+SMALL_RATIO = 0.75  # navigation bars and margin notes are set this much smaller than body text
+RECURRING_SHARE = 0.5
+
+
+def recurring_small_lines(pages: list[list[Line]], body: float) -> list[set[int]]:
+    """Per page, the lines of furniture anywhere on the page: set small (≤ 75% of body text)
+    and recurring, digits aside, on at least 3 pages and half of all pages. A slide deck's
+    navigation sidebar repeats a dozen such lines on every slide, not just at the page edges
+    where running heads are looked for; a manual's footnotes are small but do not recur."""
+    def key(x: Line) -> str:
+        return re.sub(r"\d+", "#", " ".join(x.text.lower().split()))
+
+    def small(x: Line) -> bool:
+        return bool(body and x.chars and x.max_size and x.max_size <= body * SMALL_RATIO and x.text.strip())
+
+    seen: Counter[str] = Counter()
+    for lines in pages:
+        seen.update({key(x) for x in lines if small(x)})
+    need = max(3, RECURRING_SHARE * len(pages))
+    return [{j for j, x in enumerate(lines) if small(x) and seen[key(x)] >= need} for lines in pages]
 
 
 def _heading_size(x: Line, body: float) -> float | None:

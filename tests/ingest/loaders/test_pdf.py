@@ -261,8 +261,8 @@ def test_a_manual_page_keeps_its_structure(tmp_path):
         "Three functions draw:\n\u2022 plot() draws the points\n\u2022 lines() joins them\n\u2022 text() labels them\n"
         "The result of reading is a data frame that holds\n1",
         f"{head}\nevery column of the file as a vector.\n[h]Saving plots\nA plot is saved by opening a device first:\n"
-        "[code]png(\"plot.png\")\n[code]plot(data)\n[code]dev.off()\nThe file is written when the device closes.\n2",
-        f"{head}\n[h]Colours\nColours are named or given as numbers.\n3",
+        "[code]png(\"plot.png\")\n[code]plot(data)\n[code]dev.off()\nThe file is written when the device clo-\n2",
+        f"{head}\nses and flushes.\n[h]Colours\nColours are named or given as numbers.\n3",
         f"{head}\n[h]Index\nplot, lines, text, png.\n4",
     ]
     f = tmp_path / "guide.pdf"
@@ -284,5 +284,30 @@ def test_a_manual_page_keeps_its_structure(tmp_path):
     assert saving.section == "Saving plots" and saving.page_start == 2
     # The sentence over the page break is one sentence of one chunk.
     assert any("a data frame that holds\n every column of the file as a vector." in c.text for c in chunks)
+    # A word hyphenated over the page break is made whole on the page where it starts.
+    assert doc.pages[1].endswith("The file is written when the device closes") and doc.pages[2].startswith("and flushes.")
     assert [line for p in doc.pages for line in p.splitlines() if line.startswith("#")] == [
         "# Reading data", "# Saving plots", "# Colours", "# Index"]
+
+
+def test_slide_navigation_repeated_on_every_slide_is_removed(tmp_path):
+    """A deck whose every slide carries a small navigation sidebar (not only at the page
+    edges, where running heads are looked for) and a small slide number: the furniture goes,
+    the slide's own text stays, and so does a small footnote that appears once."""
+    from rag_core.ingest.loaders import load_file
+
+    nav = ["Outline", "Introduction", "Methods", "Results"]
+    slides = []
+    for n in range(1, 7):
+        body = [f"Slide {n} shows result number {n} of the survey."]
+        if n == 4:
+            body.append("[small]Source: the 2023 survey of 400 plots.")
+        slides.append("\n".join([f"[small]{x}" for x in nav[:2]] + body + [f"[small]{x}" for x in nav[2:]]
+                                + [f"[small]{n}/6"]))
+    f = tmp_path / "deck.pdf"
+    f.write_bytes(make_pdf(slides))
+    doc = load_file(f)[0]
+    for n, page in enumerate(doc.pages, start=1):
+        assert page.splitlines()[0] == f"Slide {n} shows result number {n} of the survey."
+        assert not set(page.splitlines()) & set(nav) and f"{n}/6" not in page
+    assert "Source: the 2023 survey of 400 plots." in doc.pages[3]
