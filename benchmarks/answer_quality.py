@@ -171,6 +171,18 @@ def answers(ws: Workspace, split: str, n: int | None, choose: bool) -> None:
         best = max((c for c in fine if c["answerable_correct"] >= floor), key=lambda c: (c["unanswerable_abstained"], -c["threshold"]))
         balanced = max(fine, key=lambda c: (c["answerable_correct"] + c["unanswerable_abstained"], -c["threshold"]))
         print(json.dumps({"chosen_threshold": best, "max_sum_threshold": balanced}))
+        # The same rule for a gate on two numbers (issue 25): answer only when the evidence
+        # reaches t_e AND the verifier's "answers the question" of the composed answer reaches
+        # t_a (the LLM path's rule, here for extractive answers too).
+        def gate_row(te: float, ta: float) -> dict:
+            ok = lambda r: r["evidence"] >= te and r["answers_question"] >= ta and not r["abstained"]  # noqa: E731
+            return {"evidence_threshold": round(float(te), 2), "answers_question_threshold": round(float(ta), 2),
+                    "answerable_correct": round(sum(1 for r in A if ok(r) and r["correct"]) / len(A), 4),
+                    "unanswerable_abstained": round(sum(1 for r in U if not ok(r)) / len(U), 4)}
+        grid2 = [gate_row(te, ta) for te in np.arange(0.0, 0.5, 0.01) for ta in np.arange(0.0, 0.5, 0.01)]
+        best2 = max((c for c in grid2 if c["answerable_correct"] >= floor),
+                    key=lambda c: (c["unanswerable_abstained"], -c["evidence_threshold"], -c["answers_question_threshold"]))
+        print(json.dumps({"chosen_gate": best2}))
 
 
 def fit_selection(ws: Workspace, split: str) -> None:

@@ -218,23 +218,38 @@ def feedback_controls(m: dict) -> None:
         return
     if saved[0] == -1:
         label = f"Why: {saved[2]}" if saved[2] else "Tell us what was wrong"
-        with st.popover(label, icon=":material/feedback:"):
+        # A popover keyed and tracked (on_change="rerun") so that sending can close it: the
+        # user sees it close, a toast, and the label turn to the reason given.
+        with st.popover(label, icon=":material/feedback:", key=f"pop_why_{qid}", on_change="rerun"):
             with st.form(f"why_{qid}", border=False):
-                reason = st.radio("What was wrong?", REASONS, horizontal=True,
-                                  index=REASONS.index(saved[2]) if saved[2] in REASONS else None)
-                text = st.text_area("Anything to add?", value=saved[1], max_chars=2000)
-                if st.form_submit_button("Send"):
-                    feedback_log.rate(qid, -1, text, reason)
-                    m["rating"] = (-1, text.strip(), reason)
-                    st.toast("Thanks — this helps us fix it.")
-                    st.rerun()
+                st.radio("What was wrong?", REASONS, horizontal=True, key=f"why_reason_{qid}",
+                         index=REASONS.index(saved[2]) if saved[2] in REASONS else None)
+                st.text_area("Anything to add?", value=saved[1], max_chars=2000, key=f"why_text_{qid}")
+                st.form_submit_button("Send", on_click=_send_feedback, args=(m, -1))
     else:
-        with st.popover("Add a comment" if not saved[1] else "Edit comment"):
-            text = st.text_area("What was good?", value=saved[1], key=f"cm_{qid}", max_chars=2000)
-            if st.button("Save comment", key=f"cms_{qid}"):
-                feedback_log.rate(qid, 1, text)
-                m["rating"] = (1, text.strip(), None)
-                st.toast("Thanks — feedback saved.")
+        with st.popover("Add a comment" if not saved[1] else "Edit comment", icon=":material/comment:",
+                        key=f"pop_good_{qid}", on_change="rerun"):
+            with st.form(f"good_{qid}", border=False):
+                st.text_area("What was good?", value=saved[1], key=f"cm_{qid}", max_chars=2000)
+                st.form_submit_button("Save comment", on_click=_send_feedback, args=(m, 1))
+
+
+def _send_feedback(m: dict, rating: int) -> None:
+    """Form callback (runs before the rerun, so it may close the popover it sits in)."""
+    qid = m["query_id"]
+    ss = st.session_state
+    if rating == -1:
+        text, reason = ss.get(f"why_text_{qid}") or "", ss.get(f"why_reason_{qid}")
+        feedback_log.rate(qid, -1, text, reason)
+        m["rating"] = (-1, text.strip(), reason)
+        ss[f"pop_why_{qid}"] = False
+        st.toast("Thanks — this helps us fix it.")
+    else:
+        text = ss.get(f"cm_{qid}") or ""
+        feedback_log.rate(qid, 1, text)
+        m["rating"] = (1, text.strip(), None)
+        ss[f"pop_good_{qid}"] = False
+        st.toast("Thanks — feedback saved.")
 
 
 def render_answer(m: dict, idx: int, last: bool) -> None:

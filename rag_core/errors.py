@@ -9,6 +9,11 @@ class LoadError(GroundworkError):
     """A file could not be read; the message says which and why."""
 
 
+class OcrUnavailable(LoadError):
+    """The OCR engine could not start (not installed, or no room for it in the reader's
+    memory cap). Not "this page has no text": the reader retries once in a fresh process."""
+
+
 class UnsupportedFileType(LoadError):
     pass
 

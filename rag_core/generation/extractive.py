@@ -93,7 +93,15 @@ class ExtractiveAnswerer:
         sentences: dict[int, list[str]] = {}  # per passage, whitespace-normalised (neighbours for _inputs)
         for si, r in enumerate(sources[: max_passages or self.max_passages]):
             sentences[si] = [" ".join(sent.split()) for sent in split_sentences(r.chunk.text)]
-            for k, s in enumerate(sentences[si]):
+            sents = sentences[si]
+            for k, s in enumerate(sents):
+                if _is_code(s):
+                    # The reader was trained on prose: a bare code block reads as noise. It
+                    # is read with the sentence that introduces it ("To read a CSV file,
+                    # use:"), and stays out when nothing does.
+                    if k == 0 or not sents[k - 1].rstrip().endswith(":") or _is_code(sents[k - 1]):
+                        continue
+                    s = f"{sents[k - 1]} {s}"
                 if 12 <= len(s) <= self.max_sentence_chars and not s.startswith("#"):
                     cands.append((si, k, s))
         if not cands:
@@ -103,7 +111,11 @@ class ExtractiveAnswerer:
         cov = np.zeros(len(cands))
         for i, (si, _, s) in enumerate(cands):
             c = sources[si].chunk
-            terms = _terms(s) | _terms(f"{c.title} {c.section}")
+            # The title only, as the selection weights and the reader were fitted (SQuAD: an
+            # article title, no section path). With PDF headings now found, the section path
+            # in these inputs made topical passages read as answers: on the manual questions
+            # (issue 25) near-miss abstention fell from 64.8% to 50.0% with it.
+            terms = _terms(s) | _terms(c.title)
             cov[i] = sum(v for t, v in w.items() if t in terms) / total
         if len(cands) > self.max_read:
             lexical = cov + np.array([0.5 / (1 + si) for si, _, _ in cands])  # earlier passages first
@@ -130,7 +142,7 @@ class ExtractiveAnswerer:
         model trained for it, the sentences before and after it in the passage (a procedural
         answer's command, a pronoun's referent)."""
         if not getattr(self.reader, "reads_context", False):
-            return [f"{sources[si].chunk.heading} | {s}" for si, _, s in cands]
+            return [f"{sources[si].chunk.title} | {_opening(sentences[si], k)}{s}" for si, k, s in cands]
         out = []
         for si, k, s in cands:
             sents = sentences[si]
@@ -154,6 +166,8 @@ class ExtractiveAnswerer:
             ti = _terms(ev.cands[i][2])
             if any(_jaccard(ti, _terms(ev.cands[j][2])) > 0.7 for j in chosen):
                 continue  # overlapping chunks repeat sentences
+            if any(ev.cands[i][2] in ev.cands[j][2] or ev.cands[j][2] in ev.cands[i][2] for j in chosen):
+                continue  # an introducing sentence and the code block read with it
             chosen.append(i)
         first_pos: dict[int, int] = {}
         for i in chosen:
@@ -171,6 +185,15 @@ class ExtractiveAnswerer:
 
     def extract(self, question: str, sources: list[ScoredChunk]) -> Extract:
         return self.compose(self.read(question, sources), sources)
+
+
+def _opening(sents: list[str], k: int) -> str:
+    """A section's first sentence is read with its heading before it, as it reads on the
+    page ("Fit The fit command fits … Marquardt-Levenberg algorithm"): the heading often names
+    what the sentence only calls "it" or "the command"."""
+    if k > 0 and sents[k - 1].startswith("#"):
+        return sents[k - 1].lstrip("#").strip() + " "
+    return ""
 
 
 def cite(sentence: str, n: int) -> str:

@@ -9,6 +9,7 @@ owner's shutdown: Ingestor.close, called when the Workspace closes).
 
 from __future__ import annotations
 
+import logging
 import multiprocessing as mp
 import resource
 import sys
@@ -17,8 +18,10 @@ import types
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import LoadError
+from ..errors import LoadError, OcrUnavailable
 from ..models import LoadedDocument
+
+log = logging.getLogger(__name__)
 
 
 def _serve(conn, memory_mb: int) -> None:  # pragma: no cover - runs in the child process
@@ -29,20 +32,27 @@ def _serve(conn, memory_mb: int) -> None:  # pragma: no cover - runs in the chil
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     from .loaders import load_file
 
+    served = 0
     while True:
         try:
             req = conn.recv()
         except EOFError:
             return
         path, name, max_pages, ocr, password = req
+        served += 1
+        # A worker that has read other files may lack room that a fresh one has (its heap
+        # grown by an earlier file, under the address-space cap): the parent retries there.
+        fresh_may_help = "retry" if served > 1 else "error"
         try:
             docs = load_file(Path(path), display_name=name, max_pages=max_pages, ocr=ocr, password=password,
                              on_progress=lambda: conn.send(("progress", None)))
             conn.send(("ok", docs))
+        except OcrUnavailable as exc:
+            conn.send((fresh_may_help, str(exc)))
         except LoadError as exc:
             conn.send(("error", str(exc)))
         except MemoryError:
-            conn.send(("error", f"reading it needs more than the {memory_mb} MB memory limit"))
+            conn.send((fresh_may_help, f"reading it needs more than the {memory_mb} MB memory limit"))
         except RecursionError:
             conn.send(("error", "the file is nested too deeply to read"))
         except Exception as exc:  # noqa: BLE001 - a parser bug on this file, not ours to crash on
@@ -115,7 +125,8 @@ class IsolatedLoader:
                 raise LoadError("the reader was shut down (the workspace is closing)")
             return self._load(path, name, max_pages, ocr, password)
 
-    def _load(self, path: Path, name: str, max_pages: int, ocr: bool, password: str | None) -> list[LoadedDocument]:
+    def _load(self, path: Path, name: str, max_pages: int, ocr: bool, password: str | None,
+              retried: bool = False) -> list[LoadedDocument]:
         self._ensure()
         conn = self._conn  # close() may run meanwhile: it stops the worker, and this read sees EOF
         conn.send((str(path), name, max_pages, ocr, password))
@@ -134,7 +145,11 @@ class IsolatedLoader:
                 ) from None
             if status == "progress":
                 continue
-            if status == "error":
+            if status == "retry" and not retried:
+                log.warning("%s: %s; retrying in a fresh reader process", name, payload)
+                self._kill()
+                return self._load(path, name, max_pages, ocr, password, retried=True)
+            if status in ("error", "retry"):
                 raise LoadError(payload)
             return payload
 

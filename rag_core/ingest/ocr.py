@@ -57,8 +57,12 @@ class OcrEngine:
         try:
             with self._lock:
                 result, _ = self._engine(arr)
-        except Exception:  # noqa: BLE001 - one unreadable image is a page without text, not a failed file
-            log.info("OCR failed on a %sx%s image", arr.shape[1], arr.shape[0], exc_info=True)
+        except MemoryError:
+            raise  # no room under the reader's memory cap: not "no text" (the reader says so, or retries)
+        except Exception as exc:  # noqa: BLE001 - one unreadable image is a page without text, not a failed file
+            if "alloc" in str(exc).lower():  # onnxruntime's own out-of-memory errors
+                raise MemoryError(str(exc)) from exc
+            log.warning("OCR failed on a %sx%s image", arr.shape[1], arr.shape[0], exc_info=True)
             return []
         lines = []
         for quad, text, score in result or []:

@@ -130,3 +130,42 @@ def test_a_damaged_page_that_ocr_reads_is_not_reported_as_missing(tmp_path):
     assert "ingest_warnings" not in doc.metadata
     [off] = load_file(pdf, ocr=False)  # without OCR the page is missing, and the warning says so
     assert "page 2 " in off.metadata["ingest_warnings"][0]
+
+
+def test_ocr_without_room_under_the_memory_cap_says_so_not_no_text(tmp_path):
+    """The issue's app-only failure: under the reader's address-space cap the OCR engine ran
+    out of memory, the error was swallowed per page, and the file was refused as having "no
+    text". A fresh reader whose cap is too small for OCR (1,000 MB; it needs ~1.4 GB) now
+    names the cap."""
+    from rag_core.ingest.isolation import IsolatedLoader
+
+    loader = IsolatedLoader(memory_mb=1000)
+    try:
+        with pytest.raises(LoadError, match="needs more than the 1000 MB memory limit"):
+            loader.load(scanned_pdf(tmp_path / "scan.pdf"), "scan.pdf", 100, ocr=True)
+    finally:
+        loader.close()
+
+
+def test_a_scan_after_a_large_file_is_retried_in_a_fresh_reader(tmp_path, caplog):
+    """One reader process serves many files. After a 250,000-record JSONL its heap leaves no
+    room for OCR under a 1,500 MB cap (a fresh one has room): the scan is retried once in a
+    fresh process and read, instead of failing."""
+    import json
+    import logging
+
+    from rag_core.ingest.isolation import IsolatedLoader
+
+    big = tmp_path / "big.jsonl"
+    big.write_text("\n".join(json.dumps({"_id": str(i), "text": f"record {i} " + "word " * 200})
+                             for i in range(250_000)))
+    loader = IsolatedLoader(memory_mb=1500)
+    try:
+        assert len(loader.load(big, "big.jsonl", 1_000_000)) == 250_000
+        first = loader.pid
+        with caplog.at_level(logging.WARNING, logger="rag_core.ingest.isolation"):
+            docs = loader.load(scanned_pdf(tmp_path / "scan.pdf"), "scan.pdf", 100, ocr=True)
+        assert "1,500 hours" in docs[0].pages[0]
+        assert loader.pid != first and "retrying in a fresh reader process" in caplog.text
+    finally:
+        loader.close()

@@ -72,6 +72,8 @@ def load_file(
         raise
     except PermissionError:
         raise LoadError("cannot read the file: permission denied") from None
+    except MemoryError:
+        raise  # the isolated reader reports its memory cap (and retries in a fresh process)
     except Exception as exc:
         # A safety net for inputs no loader anticipated: the user gets a reason, the log
         # keeps the traceback for us.

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from rag_core.errors import LoadError, MissingDependency
+from rag_core.errors import LoadError, MissingDependency, OcrUnavailable
 from rag_core.models import LoadedDocument
 
 from . import pdf_layout
@@ -38,7 +38,7 @@ _LIGATURES = str.maketrans(
     {"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st", "\u00ad": None, "\x00": None}
 )
 _INLINE_SPACE = re.compile(r"[ \t\f\v\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
-_LINE_END_HYPHEN = re.compile(r"(?<=[^\W\d_])-\n(?=([^\W\d_]))")
+_LINE_END_HYPHEN = re.compile(r"(\S*[^\W\d_])-\n(?=([^\W\d_]))")
 _MANY_BLANK_LINES = re.compile(r"\n{3,}")
 
 
@@ -165,7 +165,12 @@ def _ocr_pages(path: Path, password: str | None, blank: list[int], pages: list[s
                 page = pdf[i]
                 text = clean_pdf_text(lines_text(ocr_pdf_page(page)))
                 page.close()
-            except MissingDependency:
+            except MissingDependency as exc:
+                if len(blank) == len(pages):
+                    # An image-only file with no OCR is not a file without text: say so (the
+                    # isolated reader retries it once in a fresh process, where an import that
+                    # found no room under the memory cap usually succeeds).
+                    raise OcrUnavailable(f"OCR could not start ({str(exc)[:80]})") from exc
                 log.warning("OCR is not available; image-only pages are skipped", exc_info=True)
                 return done
             if len("".join(text.split())) >= MIN_CHARS_PER_PAGE:
@@ -303,13 +308,20 @@ def _clean_line(line: str) -> str:
     return _INLINE_SPACE.sub(" ", line.translate(_LIGATURES).replace("\r", "")).strip()
 
 
+def _hyphen(m: re.Match) -> str:
+    """Join "exam-|ple"; keep the hyphen of a compound or an option that already has one
+    ("state-of-the-|art", "--with-|internal-wcwidth") and before a capital ("Baden-|Württemberg")."""
+    word = m.group(1)
+    return word + ("" if m.group(2).islower() and "-" not in word else "-\n")
+
+
 def _join_hyphens(text: str) -> str:
     """A hyphen at a line end is removed only when the next line starts lowercase
     ("exam-\\nple" -> "example"), so "Baden-\\nWürttemberg" and "2013-\\n2014" survive; code
     between ``` fences is left exactly as set."""
     parts = re.split(r"(^```\n.*?\n```$)", text, flags=re.S | re.M)
     for k in range(0, len(parts), 2):
-        parts[k] = _LINE_END_HYPHEN.sub(lambda m: "" if m.group(1).islower() else "-\n", parts[k])
+        parts[k] = _LINE_END_HYPHEN.sub(_hyphen, parts[k])
     return _MANY_BLANK_LINES.sub("\n\n", "".join(parts)).strip()
 
 

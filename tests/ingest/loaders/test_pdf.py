@@ -42,6 +42,9 @@ def test_pdf_title_only_when_meaningful(tmp_path, meta, title):
 def test_clean_pdf_text():
     raw = "ﬁrst\x00 line\t\twith   gaps \nco-\nop and Co-\nOp\n\n\n\nend"
     assert clean_pdf_text(raw) == "first line with gaps\ncoop and Co-\nOp\n\nend"
+    # a compound or an option that already holds a hyphen keeps the one at the line end
+    assert clean_pdf_text("use --with-\ninternal-wcwidth, a state-of-the-\nart exam-\nple") == (
+        "use --with-\ninternal-wcwidth, a state-of-the-\nart example")
 
 
 def test_pdf_page_limit(tmp_path):
