@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from pages.common import auth_mode, identity, kb_names, remember_kbs, selected_kbs, workspace
+from pages.common import auth_mode, identity, kb_names, remember_kbs, selected_kbs, show_pending_toasts, workspace
 from rag_core.render import escape_md
 
 st.set_page_config(page_title="Groundwork", page_icon=":material/menu_book:", layout="wide")
@@ -54,4 +54,5 @@ with st.sidebar:
     if auth_mode() == "oidc":
         st.button("Sign out", icon=":material/logout:", on_click=st.logout)
 
+show_pending_toasts()  # toasts raised just before a rerun (pages.common.toast_and_rerun)
 nav.run()

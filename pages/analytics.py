@@ -9,7 +9,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from pages.common import caller, workspace
+from pages.common import caller, toast_and_rerun, workspace
 from rag_core.feedback import FeedbackLog
 from rag_core.render import escape_md
 
@@ -229,5 +229,4 @@ with st.expander("Your data", icon=":material/privacy_tip:"):
                        file_name="groundwork-my-data.json", mime="application/json", on_click="ignore")
     if st.button("Delete my logged questions", icon=":material/delete:"):
         n = ws.delete_my_questions(caller=me)
-        st.toast(f"Deleted {n} logged question(s) and their feedback.")
-        st.rerun()
+        toast_and_rerun(f"Deleted {n} logged question(s) and their feedback.")

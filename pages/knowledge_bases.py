@@ -6,7 +6,7 @@ import json
 
 import streamlit as st
 
-from pages.common import caller, friendly_errors, kb_names, workspace
+from pages.common import caller, friendly_errors, kb_names, toast_and_rerun, workspace
 from rag_core.generation.prompts import system_prompt
 from rag_core.models import RetrievalSettings
 from rag_core.render import escape_md
@@ -173,10 +173,8 @@ with st.form(f"edit_{kb.kb_id}"):
             )
             if saved.name != kb.name:
                 st.session_state.settings_kb_renamed = saved.name
-                st.toast(f"Renamed “{escape_md(kb.name)}” to “{escape_md(saved.name)}” and saved.")
-            else:
-                st.toast("Saved. Access changes apply at once, to the documents already in it too.")
-            st.rerun()
+                toast_and_rerun(f"Renamed “{escape_md(kb.name)}” to “{escape_md(saved.name)}” and saved.")
+            toast_and_rerun("Saved. Access changes apply at once, to the documents already in it too.")
 
 with st.expander("Preview: how the instructions are assembled"):
     st.code(system_prompt([kb]), language=None)

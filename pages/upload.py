@@ -7,7 +7,7 @@ import datetime
 import pandas as pd
 import streamlit as st
 
-from pages.common import caller, friendly_errors, kb_names, workspace
+from pages.common import caller, friendly_errors, kb_names, toast_and_rerun, workspace
 from rag_core.ingest.loaders import SUPPORTED_EXTENSIONS
 from rag_core.render import escape_md
 
@@ -151,8 +151,7 @@ def documents_panel() -> None:
         if may_write and c4.button("Delete", key=f"del_{d.doc_id}"):
             with friendly_errors("Deleting"):
                 ws.delete_document(kb.kb_id, d.doc_id, caller=me)
-                st.toast(f"Deleted {escape_md(d.source)}.")
-                st.rerun()
+                toast_and_rerun(f"Deleted {escape_md(d.source)}.")
 
 
 # The list follows an upload as it happens (each document appears once its words are

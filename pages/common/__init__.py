@@ -105,6 +105,22 @@ def remember_kbs(names: list[str]) -> None:
     workspace().remember_kbs(names, caller=caller())
 
 
+_PENDING_TOASTS = "_pending_toasts"
+
+
+def toast_and_rerun(message: str) -> None:
+    """A toast that survives the rerun that follows it: `st.toast` then `st.rerun` loses the
+    toast with the run it belonged to (found in the browser: a rename's "Renamed … and saved"
+    never showed). The message is kept for the next run, which shows it."""
+    st.session_state.setdefault(_PENDING_TOASTS, []).append(message)
+    st.rerun()
+
+
+def show_pending_toasts() -> None:
+    for message in st.session_state.pop(_PENDING_TOASTS, []):
+        st.toast(message)
+
+
 @contextmanager
 def friendly_errors(action: str):
     """A message a person can act on, never a traceback (the traceback goes to the log)."""
