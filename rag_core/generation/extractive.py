@@ -111,11 +111,7 @@ class ExtractiveAnswerer:
         cov = np.zeros(len(cands))
         for i, (si, _, s) in enumerate(cands):
             c = sources[si].chunk
-            # The title only, as the selection weights and the reader were fitted (SQuAD: an
-            # article title, no section path). With PDF headings now found, the section path
-            # in these inputs made topical passages read as answers: on the manual questions
-            # (issue 25) near-miss abstention fell from 64.8% to 50.0% with it.
-            terms = _terms(s) | _terms(c.title)
+            terms = _terms(s) | _terms(f"{c.title} {c.section}")
             cov[i] = sum(v for t, v in w.items() if t in terms) / total
         if len(cands) > self.max_read:
             lexical = cov + np.array([0.5 / (1 + si) for si, _, _ in cands])  # earlier passages first
@@ -142,7 +138,7 @@ class ExtractiveAnswerer:
         model trained for it, the sentences before and after it in the passage (a procedural
         answer's command, a pronoun's referent)."""
         if not getattr(self.reader, "reads_context", False):
-            return [f"{sources[si].chunk.title} | {_opening(sentences[si], k)}{s}" for si, k, s in cands]
+            return [f"{sources[si].chunk.heading} | {s}" for si, _, s in cands]
         out = []
         for si, k, s in cands:
             sents = sentences[si]
@@ -185,15 +181,6 @@ class ExtractiveAnswerer:
 
     def extract(self, question: str, sources: list[ScoredChunk]) -> Extract:
         return self.compose(self.read(question, sources), sources)
-
-
-def _opening(sents: list[str], k: int) -> str:
-    """A section's first sentence is read with its heading before it, as it reads on the
-    page ("Fit The fit command fits … Marquardt-Levenberg algorithm"): the heading often names
-    what the sentence only calls "it" or "the command"."""
-    if k > 0 and sents[k - 1].startswith("#"):
-        return sents[k - 1].lstrip("#").strip() + " "
-    return ""
 
 
 def cite(sentence: str, n: int) -> str:

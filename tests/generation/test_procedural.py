@@ -69,3 +69,20 @@ def test_a_how_to_question_gets_the_command_and_its_explanation(ws):
     assert a.citations and "read.csv" in a.citations[0].snippet
     md = answer_markdown(a)
     assert '` df <- read.csv("data.csv", header = TRUE) summary(df) `' in md  # shown as code, not escaped prose
+
+
+def test_a_code_block_is_read_with_the_sentence_introducing_it_never_bare(ws):
+    """The reader was trained on prose: a code block is a candidate only together with the
+    sentence that introduces it, and a block nothing introduces is not read at all (PDF code
+    is fenced now, so bare blocks are common; read alone they scored as noise)."""
+    (ws.settings.data_dir.parent / "bare.md").write_text(
+        "# Appendix\n\n```\nx <- rnorm(100)\nhist(x, breaks = 20)\n```\n\nThat is all for the appendix.\n")
+    ws.ingest("Manual", [ws.settings.data_dir.parent / "bare.md"], caller=OP)
+    sources = ws.search(["Manual"], "read a CSV file into a data frame with read.csv, or draw hist", k=6,
+                        caller=OP).results
+    assert any("hist(x" in s.chunk.text for s in sources)  # the bare block was retrieved …
+    ev = ws.answers.extractive.read("How do I read a CSV file into a data frame?", sources, max_passages=6)
+    texts = [c[2] for c in ev.cands]
+    assert not any(t.startswith("```") for t in texts)  # … but never read on its own
+    assert not any("hist(x" in t for t in texts)
+    assert any(t.startswith("To read a comma-separated file") and "read.csv" in t for t in texts)
