@@ -97,9 +97,10 @@ class ExtractiveAnswerer:
             for k, s in enumerate(sents):
                 if _is_code(s):
                     # The reader was trained on prose: a bare code block reads as noise. It
-                    # is read with the sentence that introduces it ("To read a CSV file,
-                    # use:"), and stays out when nothing does.
-                    if k == 0 or not sents[k - 1].rstrip().endswith(":") or _is_code(sents[k - 1]):
+                    # is read with the sentence before it ("To read a CSV file, use:", "For
+                    # example, …"), as flat PDF text used to run the two together, and stays
+                    # out when nothing precedes it in the passage.
+                    if k == 0 or _is_code(sents[k - 1]) or sents[k - 1].startswith("#"):
                         continue
                     s = f"{sents[k - 1]} {s}"
                 if 12 <= len(s) <= self.max_sentence_chars and not s.startswith("#"):
@@ -111,7 +112,12 @@ class ExtractiveAnswerer:
         cov = np.zeros(len(cands))
         for i, (si, _, s) in enumerate(cands):
             c = sources[si].chunk
-            terms = _terms(s) | _terms(f"{c.title} {c.section}")
+            # The title only: the reader and these weights were fitted on SQuAD, whose inputs
+            # have an article title and no section path, and a PDF's text read that way until
+            # its headings were found (issue 26). With the section path here and in the
+            # reader's input, near-miss questions on five manuals were answered far more often
+            # (abstained 48% vs 61–65% without it; benchmarks/manual_questions.py, issue 25).
+            terms = _terms(s) | _terms(c.title)
             cov[i] = sum(v for t, v in w.items() if t in terms) / total
         if len(cands) > self.max_read:
             lexical = cov + np.array([0.5 / (1 + si) for si, _, _ in cands])  # earlier passages first
@@ -138,7 +144,7 @@ class ExtractiveAnswerer:
         model trained for it, the sentences before and after it in the passage (a procedural
         answer's command, a pronoun's referent)."""
         if not getattr(self.reader, "reads_context", False):
-            return [f"{sources[si].chunk.heading} | {s}" for si, _, s in cands]
+            return [f"{sources[si].chunk.title} | {_opening(sentences[si], k)}{s}" for si, k, s in cands]
         out = []
         for si, k, s in cands:
             sents = sentences[si]
@@ -183,6 +189,28 @@ class ExtractiveAnswerer:
         return self.compose(self.read(question, sources), sources)
 
 
+def _opening(sents: list[str], k: int) -> str:
+    """What a sentence is read after: a section's first sentence after its heading, as the text
+    reads on the page ("Fit The fit command fits … Marquardt-Levenberg algorithm"), and a
+    description after the one-line code term it describes (a manual's definition list:
+    "mapfile [-d delim] … array" then "Read lines from the standard input …"). Both name
+    what the sentence only calls "it", "the command" or "array"."""
+    if k > 0 and sents[k - 1].startswith("#"):
+        return sents[k - 1].lstrip("#").strip() + " "
+    j = k - 2 if k > 1 and sents[k - 1].strip() == "```" else k - 1  # past a closing fence
+    if j >= 0 and (term := _code_term(sents[j])):
+        return term + " "
+    return ""
+
+
+def _code_term(seg: str) -> str | None:
+    """The code of a one-line code block (a definition term), else None."""
+    if not _is_code(seg):
+        return None
+    lines = [x for x in seg.strip().strip("`").strip().splitlines() if x.strip()]
+    return lines[0].strip() if len(lines) == 1 and len(lines[0]) <= 120 else None
+
+
 def cite(sentence: str, n: int) -> str:
     """The sentence with its marker [n] before its closing punctuation."""
     m = re.match(r"(.*?)([.!?…]+[\"'”’)]*)$", sentence)
@@ -216,6 +244,12 @@ def procedural_span(text: str, k: int) -> str | None:
     intro = lambda i: 0 <= i < len(segs) and segs[i].rstrip().endswith(":") and not _is_code(segs[i])  # noqa: E731
     if (_is_code(segs[k]) or _ITEM.match(segs[k])) and intro(k - 1):
         start = k - 1
+    elif not _is_code(segs[k]) and (j := k - 2 if k > 1 and segs[k - 1].strip() == "```" else k - 1) >= 0 \
+            and _code_term(segs[j]):
+        start = j  # a description with the one-line code term it describes
+        if len(span := " ".join(_flat(segs[i]) for i in range(start, k + 1))) <= MAX_SPAN_CHARS:
+            return span if re.search(r"[.!?…][\"'”’)]*$", span) else span + "."
+        return None
     if intro(end) or start < k:
         nxt = end + 1
         if nxt < len(segs) and _is_code(segs[nxt]) and end == start:

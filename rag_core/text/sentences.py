@@ -2,7 +2,8 @@
 
 A sentence ends at . ! ? or … (plus closing quotes/brackets) followed by whitespace and an
 uppercase letter, digit or opening quote; paragraph breaks and lines that start a Markdown
-block also start one. Abbreviations and initials do not end a sentence.
+block also start one, and so does the line after a closing code fence. Abbreviations and
+initials do not end a sentence.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 _SENTENCE_END = re.compile(r"[.!?…]+[\"'”’»)\]]*\s+")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
 _BLOCK_LINE_START = re.compile(r"\n[ \t]*(?=#{1,6}[ \t]|[-*+][ \t]|\d{1,3}[.)][ \t]|\||```|~~~)")
+_FENCE_LINE = re.compile(r"(?m)^[ \t]*(?:```|~~~)[^\n]*$")
 _SENTENCE_OPENERS = frozenset("\"'“‘«([")
 # A period after these is rarely a sentence end ("Dr. Smith", "e.g. The", "Fig. 3").
 _ABBREVIATIONS = frozenset(
@@ -44,6 +46,11 @@ def sentence_starts(text: str, start: int = 0, end: int | None = None) -> list[i
         for m in pattern.finditer(text, start, end):
             if start < m.end() < end:
                 found.add(m.end())
+    # What follows a closing fence starts a sentence too, blank line or not (PDF code blocks
+    # are fenced inline): otherwise the prose after a block begins with its closing ```.
+    for i, m in enumerate(_FENCE_LINE.finditer(text, 0, end)):
+        if i % 2 == 1 and start < m.end() + 1 < end:
+            found.add(m.end() + 1)
     return sorted(found)
 
 

