@@ -59,10 +59,15 @@ def before_doc(path: Path):
     """The loader before issue 26: pypdf plain text per page, tidied, nothing removed."""
     from pypdf import PdfReader
 
-    from rag_core.ingest.loaders.pdf import clean_pdf_text
+    from rag_core.ingest.loaders.pdf import _clean_line
     from rag_core.models import LoadedDocument
 
-    pages = [clean_pdf_text(p.extract_text(extraction_mode="plain")) for p in PdfReader(path).pages]
+    def old_clean(text: str) -> str:  # the tidy-up as it was: every "a-\\nb" joined when b is lowercase
+        text = "\n".join(_clean_line(x) for x in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
+        text = re.sub(r"(?<=[^\W\d_])-\n(?=([^\W\d_]))", lambda m: "" if m.group(1).islower() else "-\n", text)
+        return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+    pages = [old_clean(p.extract_text(extraction_mode="plain")) for p in PdfReader(path).pages]
     return LoadedDocument(source=path.name, title=path.stem, mime="application/pdf", pages=pages)
 
 
@@ -117,7 +122,9 @@ def code_intact(chunks, page: int, block: list[str]) -> tuple[bool, bool]:
     return together, fenced
 
 
-_BROKEN = re.compile(r"[a-z]-\n ?[a-z]")
+# a word cut by a line-end hyphen: its first part holds no hyphen of its own (a compound's
+# "state-of-the-\\nart" keeps its hyphen rightly)
+_BROKEN = re.compile(r"(?<![\w-])[a-z]+-\n ?[a-z]")
 
 
 def broken_words(chunks) -> int:
