@@ -43,7 +43,7 @@ _MANY_BLANK_LINES = re.compile(r"\n{3,}")
 
 
 def _load_pdf(path: Path, source: str, *, max_pages: int, password: str | None, ocr: bool = False,
-              on_progress: Callable[[], None] | None = None, strip_running: bool = True) -> LoadedDocument:
+              on_progress: Callable[[], None] | None = None) -> LoadedDocument:
     from pypdf import PdfReader
     from pypdf.errors import DependencyError, FileNotDecryptedError
 
@@ -89,7 +89,7 @@ def _load_pdf(path: Path, source: str, *, max_pages: int, password: str | None, 
 
     if len(failed) == page_count:
         raise LoadError("could not extract text from any page (the PDF is damaged)")
-    pages = structured_pages(page_lines, strip_running=strip_running)
+    pages = structured_pages(page_lines)
     ocr_pages: list[int] = []
     blank = [i for i, p in enumerate(pages) if len("".join(p.split())) < MIN_CHARS_PER_PAGE]
     if ocr and blank:  # scans, and text drawn as outlines: OCR reads both
@@ -263,26 +263,17 @@ def running_lines(split: list[list[str]]) -> list[set[int]]:
     return drops
 
 
-def strip_running_lines(pages: list[str]) -> list[str]:
-    """Pages of plain text with their running lines (`running_lines`) taken out."""
-    split = [p.split("\n") for p in pages]
-    return ["\n".join(x for j, x in enumerate(lines) if j not in drop).strip()
-            for lines, drop in zip(split, running_lines(split))]
-
-
-def structured_pages(page_lines: list[list[Line]], strip_running: bool = True) -> list[str]:
+def structured_pages(page_lines: list[list[Line]]) -> list[str]:
     """Each page's text as light Markdown (pdf_layout.render: code fenced, headings, bullets),
     running heads and feet out, end-of-line hyphens joined outside code."""
     body = pdf_layout.body_size(page_lines)
-    drops = None
-    if strip_running:
-        drops = running_lines([[x.text for x in lines] for lines in page_lines])
-        for drop, small in zip(drops, pdf_layout.recurring_small_lines(page_lines, body)):
-            drop |= small
+    drops = running_lines([[x.text for x in lines] for lines in page_lines])
+    for drop, small in zip(drops, pdf_layout.recurring_small_lines(page_lines, body)):
+        drop |= small
     levels = pdf_layout.heading_levels(page_lines, body)
     out = []
     for i, lines in enumerate(page_lines):
-        kept = [x for j, x in enumerate(lines) if not drops or j not in drops[i]]
+        kept = [x for j, x in enumerate(lines) if j not in drops[i]]
         out.append(_join_hyphens(pdf_layout.render(kept, body, levels)))
     _join_page_hyphens(out)
     return out
