@@ -34,8 +34,11 @@ with st.expander("Create a knowledge base", expanded=not names):
 if not names:
     st.stop()
 
-default = names.index(st.session_state.get("upload_kb")) if st.session_state.get("upload_kb") in names else 0
-kb_name = st.selectbox("Knowledge base", names, index=default, key="upload_kb")
+# The selection lives in session state only (a default `index` as well made Streamlit log a
+# warning with a stack trace on every run after a knowledge base was created).
+if st.session_state.get("upload_kb") not in names:
+    st.session_state.upload_kb = names[0]
+kb_name = st.selectbox("Knowledge base", names, key="upload_kb")
 kb = ws.get_kb(kb_name, caller=me)
 may_write = ws.can_write(kb.kb_id, caller=me)
 if not may_write:
