@@ -197,10 +197,8 @@ def _opening(sents: list[str], k: int) -> str:
     what the sentence only calls "it", "the command" or "array"."""
     if k > 0 and sents[k - 1].startswith("#"):
         return sents[k - 1].lstrip("#").strip() + " "
-    j = k - 2 if k > 1 and sents[k - 1].strip() == "```" else k - 1  # past a closing fence
-    if j >= 0 and (term := _code_term(sents[j])):
-        return term + " "
-    return ""
+    j = _term_before(sents, k)
+    return _code_term(sents[j]) + " " if j is not None else ""
 
 
 def _code_term(seg: str) -> str | None:
@@ -209,6 +207,15 @@ def _code_term(seg: str) -> str | None:
         return None
     lines = [x for x in seg.strip().strip("`").strip().splitlines() if x.strip()]
     return lines[0].strip() if len(lines) == 1 and len(lines[0]) <= 120 else None
+
+
+def _term_before(segs: list[str], k: int) -> int | None:
+    """Index of the one-line code term that segment `k` (prose) follows, past its lone closing
+    fence, else None."""
+    if _is_code(segs[k]):
+        return None
+    j = k - 2 if k > 1 and segs[k - 1].strip() == "```" else k - 1
+    return j if j >= 0 and _code_term(segs[j]) else None
 
 
 def cite(sentence: str, n: int) -> str:
@@ -244,12 +251,8 @@ def procedural_span(text: str, k: int) -> str | None:
     intro = lambda i: 0 <= i < len(segs) and segs[i].rstrip().endswith(":") and not _is_code(segs[i])  # noqa: E731
     if (_is_code(segs[k]) or _ITEM.match(segs[k])) and intro(k - 1):
         start = k - 1
-    elif not _is_code(segs[k]) and (j := k - 2 if k > 1 and segs[k - 1].strip() == "```" else k - 1) >= 0 \
-            and _code_term(segs[j]):
-        start = j  # a description with the one-line code term it describes
-        if len(span := " ".join(_flat(segs[i]) for i in range(start, k + 1))) <= MAX_SPAN_CHARS:
-            return span if re.search(r"[.!?…][\"'”’)]*$", span) else span + "."
-        return None
+    elif (j := _term_before(segs, k)) is not None:
+        return _span(segs, j, k)  # a description with the one-line code term it describes
     if intro(end) or start < k:
         nxt = end + 1
         if nxt < len(segs) and _is_code(segs[nxt]) and end == start:
@@ -262,6 +265,11 @@ def procedural_span(text: str, k: int) -> str | None:
                 end += 1
     if start == end == k:
         return None
+    return _span(segs, start, end)
+
+
+def _span(segs: list[str], start: int, end: int) -> str | None:
+    """Segments start..end on one line, ending as a sentence; None past MAX_SPAN_CHARS."""
     span = " ".join(x for x in (_flat(segs[i]) for i in range(start, end + 1)) if x)
     if len(span) > MAX_SPAN_CHARS:
         return None

@@ -86,3 +86,21 @@ def test_a_code_block_is_read_with_the_sentence_introducing_it_never_bare(ws):
     assert not any(t.startswith("```") for t in texts)  # … but never read on its own
     assert not any("hist(x" in t for t in texts)
     assert any(t.startswith("To read a comma-separated file") and "read.csv" in t for t in texts)
+
+
+def test_a_description_takes_the_one_line_code_term_it_defines():
+    """A manual's definition list, as the PDF loader writes it (the term fenced, no blank line
+    after the fence): the description is shown with its term, and a sentence after a longer
+    code block or after prose is not."""
+    text = ("Builtin commands.\n```\nmapfile [-d delim] [-n count] array\n```\n"
+            "Read lines from the standard input into the indexed array variable array.\n"
+            "```\nx <- 1\ny <- 2\n```\nBoth values are numbers.")
+    from rag_core.text.sentences import split_sentences
+
+    segs = split_sentences(text)
+    desc = segs.index("Read lines from the standard input into the indexed array variable array.")
+    assert procedural_span(text, desc) == (
+        "``` mapfile [-d delim] [-n count] array ``` Read lines from the standard input into the indexed array "
+        "variable array.")
+    assert procedural_span(text, segs.index("Both values are numbers.")) is None
+    assert procedural_span(text, segs.index("Builtin commands.")) is None
