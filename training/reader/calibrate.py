@@ -46,7 +46,7 @@ def auc(pos, neg) -> float:
     return float((pos[:, None] > neg[None, :]).mean() + 0.5 * (pos[:, None] == neg[None, :]).mean())
 
 
-def domain_rows(docs_file: str | None, per_domain: int = 400, seed: int = 0) -> list[dict]:
+def domain_rows(docs_file: str | None, per_domain: int = 400, seed: int = 0, scifact_heldout: float = 0.0) -> list[dict]:
     """`answers` pairs for calibration from several domains, train side only, the same number
     from each (so no one domain sets the scale): SQuAD v2.0 dev articles 17–19 (held out of the
     reader's training), SciFact *train* claims (the answers task never saw them), and held-out
@@ -59,7 +59,12 @@ def domain_rows(docs_file: str | None, per_domain: int = 400, seed: int = 0) -> 
     import domain_pairs
     from make_data import assert_not_evaluation
 
-    domains = {"squad-calib": domain_pairs.squad(range(17, 20)), "scifact-train": domain_pairs.scifact("claims_train.csv")}
+    from mix_data import heldout
+
+    science = domain_pairs.scifact("claims_train.csv")
+    if scifact_heldout:  # a model trained on mix_data.py --scifact-heldout saw the other claims as `answers` rows
+        science = [it for it in science if heldout(it["q"], scifact_heldout)]
+    domains = {"squad-calib": domain_pairs.squad(range(17, 20)), "scifact-train": science}
     if docs_file:
         assert_not_evaluation(docs_file)
         domains["docs-heldout"] = domain_pairs.docs(Path(docs_file))
@@ -84,6 +89,8 @@ def main() -> None:
     ap.add_argument("--answers-context", action="store_true",
                     help="the model was trained to read answer candidates with their neighbours (make_data.py "
                          "--context-share): recorded in reader.json, so the app reads that way")
+    ap.add_argument("--scifact-heldout", type=float, default=0.0,
+                    help="with --domains: only the SciFact train claims mix_data.py --scifact-heldout kept out of training")
     ap.add_argument("--docs", default=None, help="held-out documentation pairs from mine_docs.py (adds that domain)")
     args = ap.parse_args()
     rows = [json.loads(x) for x in (Path(args.pairs) / "calib.jsonl").open()]
@@ -98,7 +105,7 @@ def main() -> None:
     for task in ("answers", "supports"):
         sel = [r for r in rows if r["task"] == task]
         if task == "answers" and args.domains:
-            sel = domain_rows(args.docs)
+            sel = domain_rows(args.docs, scifact_heldout=args.scifact_heldout)
             report["calibration_domains"] = sorted({r["kind"] for r in sel})
         t = time.perf_counter()
         lg = reader.logits(task, [r["a"] for r in sel], [r["b"] for r in sel])

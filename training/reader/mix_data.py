@@ -40,9 +40,13 @@ def heldout(question: str, share: float = 0.1) -> bool:
     return int(hashlib.sha256(question.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF < share
 
 
-def scifact_rows(rng: random.Random, context_share: float = 0.0) -> list[dict]:
+def scifact_rows(rng: random.Random, context_share: float = 0.0, heldout_share: float = 0.0) -> list[dict]:
+    """SciFact train claims as yes/no `answers` rows; claims that `heldout(claim, heldout_share)`
+    picks are left out, so calibrate.py can use them as a held-out science domain."""
     rows = []
     for it in domain_pairs.scifact("claims_train.csv"):
+        if heldout_share and heldout(it["q"], heldout_share):
+            continue
         sents = split_sentences(it["passage"])
 
         def b(s: str, it=it, sents=sents) -> str:
@@ -66,6 +70,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=31)
     ap.add_argument("--context-share", type=float, default=0.0,
                     help="share of SciFact answers rows read with their neighbouring sentences (as make_data.py)")
+    ap.add_argument("--scifact-heldout", type=float, default=0.0,
+                    help="share of SciFact train claims kept out of training (calibrate.py --scifact-heldout)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     squad = read(args.squad / "train.jsonl")
@@ -80,7 +86,7 @@ def main() -> None:
         (docs_held if heldout(r["a"]) else docs_train).append(r)
     if args.docs_n:
         docs_train = rng.sample(docs_train, min(args.docs_n, len(docs_train)))
-    train = squad + scifact_rows(rng, args.context_share) + docs_train
+    train = squad + scifact_rows(rng, args.context_share, args.scifact_heldout) + docs_train
     rng.shuffle(train)
     args.out.mkdir(parents=True, exist_ok=True)
     for name, rows in (("train", train), ("calib", read(args.squad / "calib.jsonl") + docs_held),
