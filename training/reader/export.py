@@ -57,6 +57,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--run", required=True)
     ap.add_argument("--checkpoint", action="store_true", help="export the last checkpoint instead of final/")
+    ap.add_argument("--base", default="", help="with --checkpoint: the folder the run started from (--init), when not MiniLM")
     ap.add_argument("--pairs", default=None, help="pairs folder for the drift check (calib.jsonl)")
     ap.add_argument("--dest", default=str(DEST))
     ap.add_argument("--keep-fp32", type=int, default=0,
@@ -66,7 +67,7 @@ def main() -> None:
     run = Path(args.run)
     tok = AutoTokenizer.from_pretrained(base_model_dir())
     if args.checkpoint:
-        model = AutoModelForSequenceClassification.from_pretrained(base_model_dir(), num_labels=1)
+        model = AutoModelForSequenceClassification.from_pretrained(args.base or base_model_dir(), num_labels=1)
         model.load_state_dict(torch.load(run / "checkpoint.pt", weights_only=False)["model"])
     else:
         model = AutoModelForSequenceClassification.from_pretrained(run / "final")
