@@ -49,8 +49,10 @@ def auc(pos, neg) -> float:
 def domain_rows(docs_file: str | None, per_domain: int = 400, seed: int = 0, scifact_heldout: float = 0.0) -> list[dict]:
     """`answers` pairs for calibration from several domains, train side only, the same number
     from each (so no one domain sets the scale): SQuAD v2.0 dev articles 17–19 (held out of the
-    reader's training), SciFact *train* claims (the answers task never saw them), and held-out
-    documentation pairs when given. Each question gives its evidence sentence (1) and its most
+    reader's training), SciFact *train* claims (the shipped reader's answers task never saw them;
+    for a model trained on mix_data.py --scifact-heldout S, pass the same S and only the claims it
+    kept out are used), and held-out documentation pairs when given. The smallest domain sets
+    the count: with a held-out science share of 0.2 that is 84 questions per domain. Each question gives its evidence sentence (1) and its most
     word-sharing non-answer (0), read with and without the passage title as the app and
     `verify` read them."""
     import random
