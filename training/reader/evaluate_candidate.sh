@@ -11,13 +11,14 @@
 # Environment (defaults as in the reproduce commands of MODEL_CARD.md):
 #   VENV_TRAIN  the training venv (torch)           CACHE  mix/, pairs/ (mix_data.py, make_data.py)
 #   MANUALS     the unpacked manual packages (usr/) SQUAD_KB, MANUALS_KB  data folders (built on first use)
+#   EXPORT_ARGS extra export.py flags (e.g. "--keep-fp32 12 --fp32-from first" when plain int8 drifts)
 set -euo pipefail
 RUN=$1; E=$2
 CACHE=${CACHE:-/work/cache}; VENV_TRAIN=${VENV_TRAIN:-$CACHE/venv-train}; MANUALS=${MANUALS:-/tmp/manuals/usr}
 SQUAD_KB=${SQUAD_KB:-$CACHE/gw-squad}; MANUALS_KB=${MANUALS_KB:-$CACHE/gw-manuals}
 cd "$(dirname "$0")/../.."
 mkdir -p "$E"
-"$VENV_TRAIN/bin/python" training/reader/export.py --run "$RUN" --pairs "$CACHE/mix" 2>&1 | grep -v -i warn | tee "$E/export.log"
+"$VENV_TRAIN/bin/python" training/reader/export.py --run "$RUN" --pairs "$CACHE/mix" ${EXPORT_ARGS:-} 2>&1 | grep -v -i warn | tee "$E/export.log"
 python training/reader/calibrate.py --pairs "$CACHE/pairs" --domains --docs "$CACHE/mix/docs_heldout.jsonl" \
     --scifact-heldout 0.2 > "$E/calibrate.log" 2>&1
 cp rag_core/reader/model/reader.json rag_core/reader/model/calibration_report.json "$E/"
