@@ -25,9 +25,17 @@ from rag_core.reader import META_FILE, MODEL_FILE, Reader, file_sha256  # noqa: 
 
 
 def platt(logits: np.ndarray, y: np.ndarray, iters: int = 100) -> tuple[float, float]:
-    """Logistic regression of y on the logit (Newton steps, Platt's smoothed targets)."""
+    """Logistic regression of y on the logit (Newton steps, Platt's smoothed targets). Each step
+    is halved until the log-loss falls: a full Newton step from (1, 0) overshoots when the
+    logits are large and weakly separating, and once ran off to a = 2e8 on the shipped reader's
+    multi-domain rows."""
     n1, n0 = y.sum(), len(y) - y.sum()
     t = np.where(y == 1, (n1 + 1) / (n1 + 2), 1 / (n0 + 2))
+
+    def loss(a: float, b: float) -> float:
+        z = a * logits + b
+        return float((np.logaddexp(0, z) - t * z).sum())
+
     a, b = 1.0, 0.0
     for _ in range(iters):
         p = 1 / (1 + np.exp(-(a * logits + b)))
@@ -35,8 +43,11 @@ def platt(logits: np.ndarray, y: np.ndarray, iters: int = 100) -> tuple[float, f
         w = p * (1 - p) + 1e-9
         h = np.array([[(w * logits * logits).sum(), (w * logits).sum()], [(w * logits).sum(), w.sum()]])
         step = np.linalg.solve(h + 1e-6 * np.eye(2), g)
-        a, b = a - step[0], b - step[1]
-        if np.abs(step).max() < 1e-8:
+        now, scale = loss(a, b), 1.0
+        while scale > 1e-6 and loss(a - scale * step[0], b - scale * step[1]) > now:
+            scale /= 2
+        a, b = a - scale * step[0], b - scale * step[1]
+        if np.abs(scale * step).max() < 1e-8:
             break
     return float(a), float(b)
 
