@@ -333,7 +333,6 @@ class AnswerEngine:
                 yield AnswerEvent("notice", turn.models["llm_error"])
                 if parts:
                     yield AnswerEvent("restart")
-        by_llm = bool(draft)
         if not draft:
             draft, snippets = self._offline_draft(ctx)
             if not draft:
@@ -440,8 +439,9 @@ class AnswerEngine:
         # The gate's rule, applied to what the model wrote: a written answer in which no
         # sentence answers the question (a fluent invention, an echo of the question, a
         # near-miss paraphrase) is not shown as an answer. An offline answer after an LLM
-        # failure is the gate's own sentences, held to the gate's threshold.
-        need = self.settings.llm_answer_threshold if by_llm else self.settings.answer_threshold
+        # failure (the gate's own sentences) is held to the same line: `aq` is verify's
+        # calibrated P(answers), while answer_threshold is on the gate's selection score.
+        need = self.settings.llm_answer_threshold
         if self.chat is not None and not ctx.lookup_source and aq < need:
             yield AnswerEvent("answer", answer=self._abstain(replace(ctx, turn=turn), (
                 "the written answer does not answer the question "
