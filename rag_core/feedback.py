@@ -6,11 +6,13 @@ import json
 import time
 import uuid
 
+import numpy as np
 import pandas as pd
 
 from .db import Database
 from .errors import InputError
 from .models import Answer
+from .reader import LEGACY_ANSWERS, Calibration, answers_calibration, recalibrate
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS queries (
@@ -44,13 +46,37 @@ MAX_COMMENT = 2000
 REASONS = ("wrong", "incomplete", "not in my documents", "wrong source", "other")
 
 
+def _calibration_key(c: Calibration) -> str:
+    return f"{c.a:.6f},{c.b:.6f}"
+
+
+def _on_current_scale(df: pd.DataFrame, logged: list[str | None]) -> None:
+    """*Answers the question* (and the confidence made from it) as the shipped calibration
+    reads it, whatever calibration a row was logged under: the same logit, so a chart over time
+    does not step when the reader is recalibrated. Rows without the column were scored with
+    LEGACY_ANSWERS; rows from before the reader (no answers_question) are left as they are."""
+    now = answers_calibration()
+    keys = pd.Series(logged, index=df.index, dtype=object).fillna(_calibration_key(LEGACY_ANSWERS))
+    aq = pd.to_numeric(df["answers_question"], errors="coerce")
+    for k in set(keys) - {_calibration_key(now)}:
+        rows = (keys == k) & aq.notna()
+        if not rows.any():
+            continue
+        a, b = (float(x) for x in k.split(","))
+        df.loc[rows, "answers_question"] = np.round(recalibrate(aq[rows].to_numpy(), Calibration(a, b), now), 4)
+        shown = rows & ~df["abstained"]
+        df.loc[shown, "confidence"] = np.round(
+            df.loc[shown, "answers_question"].astype(float).clip(0, 1) * df.loc[shown, "grounding"].astype(float).clip(0, 1), 4)
+
+
 class FeedbackLog:
     def __init__(self, db: Database):
         self.db = db
         db.executescript(SCHEMA)
         # Logs written by older versions get the newer columns as NULL ("not recorded"), not 0.
         db.add_columns("queries", {"answers_question": "REAL",  # before the reader model existed
-                                   "thread_id": "TEXT"})  # before saved conversations
+                                   "thread_id": "TEXT",  # before saved conversations
+                                   "calibration": "TEXT"})  # before issue 25's recalibration
         db.add_columns("feedback", {"reason": "TEXT"})  # before thumbs-down reasons
 
     def log_answer(self, answer: Answer, kb_ids: list[str], user: str | None = None,
@@ -59,12 +85,13 @@ class FeedbackLog:
         with self.db.transaction() as c:
             c.execute(
                 "INSERT INTO queries (query_id, ts, user, kb_ids, question, answer, citations, claims, grounding, "
-                "confidence, abstained, mode, timings, answers_question, thread_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "confidence, abstained, mode, timings, answers_question, thread_id, calibration) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     qid, time.time(), user, json.dumps(kb_ids), answer.question, answer.text,
                     json.dumps([x.to_dict() for x in answer.citations]), json.dumps([x.to_dict() for x in answer.claims]),
                     answer.grounding_score, answer.confidence, int(answer.abstained), answer.mode,
-                    json.dumps(answer.timings_ms), answer.answers_question, thread_id,
+                    json.dumps(answer.timings_ms), answer.answers_question, thread_id, _calibration_key(answers_calibration()),
                 ),
             )
         return qid
@@ -103,6 +130,7 @@ class FeedbackLog:
         df = pd.DataFrame([dict(r) for r in rows], columns=cols)
         df["time"] = pd.to_datetime(df["ts"], unit="s")
         df["abstained"] = df["abstained"].astype(bool)
+        _on_current_scale(df, [dict(r).get("calibration") for r in rows])
         names = kb_names or {}
         df["kb_list"] = [[names.get(k, k if unknown is None else unknown) for k in json.loads(v)] for v in df["kb_ids"]]
         df["kb"] = [", ".join(v) for v in df["kb_list"]]

@@ -66,3 +66,40 @@ def test_citations_the_checker_added_are_logged_and_not_counted_as_the_models(ws
     s = FeedbackLog.summary(ws.feedback.frame())
     assert s["citations_not_recorded"] == 1
     assert s["citation_coverage"] == 0.5 and s["checker_citation_rate"] == 0.5  # not counted as the model's
+
+
+def test_answers_logged_under_an_older_calibration_read_on_the_shipped_scale(ws):
+    """Issue 25 recalibrated *answers the question*. A row an older version logged (no
+    `calibration` recorded: the SQuAD-only fit) is shown as the shipped calibration reads the
+    same logit, so analytics does not step at the upgrade; rows logged now are shown as logged."""
+    import math
+
+    from rag_core.reader import META_FILE
+
+    now = json.loads(META_FILE.read_text())["calibration"]["answers"]
+    a = ws.ask(["facts"], "What is the capital of France?", caller=OP)
+    assert not a.abstained
+    kb_id = ws.get_kb("facts", caller=OP).kb_id
+    fresh = ws.feedback.log_answer(a, [kb_id])
+    rows = [("low", 0.10, 1.0, 0.10, 0), ("gate", 0.16, 0.5, 0.08, 0), ("high", 0.90, 1.0, 0.90, 0),
+            ("abstained", 0.0, 0.0, 0.0, 1), ("pre-reader", None, 1.0, 0.7, 0)]
+    with ws.db.transaction() as c:
+        for qid, aq, g, conf, abst in rows:
+            c.execute("INSERT INTO queries (query_id, ts, user, kb_ids, question, answer, citations, claims, grounding, "
+                      "confidence, abstained, mode, timings, answers_question) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                      (qid, time.time(), None, json.dumps([kb_id]), "q?", "a", "[]", "[]", g, conf, abst,
+                       "extractive", "{}", aq))
+    df = ws.feedback.frame().set_index("query_id")
+
+    def expected(p: float) -> float:  # the old fit's logit, read by the shipped fit
+        z = (math.log(p / (1 - p)) + 0.678881) / 0.704496
+        return 1 / (1 + math.exp(-(now["a"] * z + now["b"])))
+
+    assert df.loc[fresh, "answers_question"] == pytest.approx(a.answers_question)
+    assert df.loc[fresh, "confidence"] == pytest.approx(a.confidence)
+    for qid, p in (("low", 0.10), ("gate", 0.16), ("high", 0.90)):
+        assert df.loc[qid, "answers_question"] == pytest.approx(expected(p), abs=1e-4)
+    assert df.loc["low", "answers_question"] < df.loc["gate", "answers_question"] < df.loc["high", "answers_question"]
+    assert df.loc["gate", "confidence"] == pytest.approx(0.5 * expected(0.16), abs=1e-4)  # × grounding
+    assert df.loc["abstained", "answers_question"] == 0.0 and df.loc["abstained", "confidence"] == 0.0
+    assert math.isnan(df.loc["pre-reader", "answers_question"]) and df.loc["pre-reader", "confidence"] == 0.7
