@@ -12,7 +12,6 @@ import pandas as pd
 from .db import Database
 from .errors import InputError
 from .models import Answer
-from .reader import LEGACY_ANSWERS, Calibration, answers_calibration, recalibrate
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS queries (
@@ -46,32 +45,49 @@ MAX_COMMENT = 2000
 REASONS = ("wrong", "incomplete", "not in my documents", "wrong source", "other")
 
 
-def _calibration_key(c: Calibration) -> str:
-    return f"{c.a:.6f},{c.b:.6f}"
+# A Platt fit of the reader's `answers` logit, (a, b): p = σ(a·logit + b).
+Platt = tuple[float, float]
 
 
-def _on_current_scale(df: pd.DataFrame, logged: list[str | None]) -> None:
+def _key(c: Platt) -> str:
+    return f"{c[0]:.6f},{c[1]:.6f}"
+
+
+def _reread(p: np.ndarray, old: Platt, new: Platt) -> np.ndarray:
+    """A probability that `old` gave, as `new` reads the same logit (monotone: rankings kept,
+    0 and 1 stay 0 and 1)."""
+    p = np.clip(p.astype(float), 0.0, 1.0)
+    with np.errstate(divide="ignore", over="ignore"):
+        z = (np.log(p) - np.log1p(-p) - old[1]) / old[0]
+        return 1.0 / (1.0 + np.exp(-(new[0] * z + new[1])))
+
+
+def _on_current_scale(df: pd.DataFrame, logged: list[str | None], now: Platt, unrecorded: Platt) -> None:
     """*Answers the question* (and the confidence made from it) as the shipped calibration
     reads it, whatever calibration a row was logged under: the same logit, so a chart over time
-    does not step when the reader is recalibrated. Rows without the column were scored with
-    LEGACY_ANSWERS; rows from before the reader (no answers_question) are left as they are."""
-    now = answers_calibration()
-    keys = pd.Series(logged, index=df.index, dtype=object).fillna(_calibration_key(LEGACY_ANSWERS))
+    does not step when the reader is recalibrated. Rows that do not name their calibration were
+    scored with `unrecorded`; rows from before the reader (no answers_question) stay as they are."""
+    keys = pd.Series(logged, index=df.index, dtype=object).fillna(_key(unrecorded))
     aq = pd.to_numeric(df["answers_question"], errors="coerce")
-    for k in set(keys) - {_calibration_key(now)}:
+    for k in set(keys) - {_key(now)}:
         rows = (keys == k) & aq.notna()
         if not rows.any():
             continue
         a, b = (float(x) for x in k.split(","))
-        df.loc[rows, "answers_question"] = np.round(recalibrate(aq[rows].to_numpy(), Calibration(a, b), now), 4)
+        df.loc[rows, "answers_question"] = np.round(_reread(aq[rows].to_numpy(), (a, b), now), 4)
         shown = rows & ~df["abstained"]
         df.loc[shown, "confidence"] = np.round(
             df.loc[shown, "answers_question"].astype(float).clip(0, 1) * df.loc[shown, "grounding"].astype(float).clip(0, 1), 4)
 
 
 class FeedbackLog:
-    def __init__(self, db: Database):
+    def __init__(self, db: Database, answers_scale: tuple[Platt, Platt] | None = None):
+        """`answers_scale`: the reader's shipped `answers` calibration and the one rows that do
+        not name theirs were scored with (the caller knows the reader; this layer does not).
+        With it, each answer is logged with its calibration and read on the shipped one;
+        without it (a read-only look at a log), rows are shown as logged."""
         self.db = db
+        self.answers_scale = answers_scale
         db.executescript(SCHEMA)
         # Logs written by older versions get the newer columns as NULL ("not recorded"), not 0.
         db.add_columns("queries", {"answers_question": "REAL",  # before the reader model existed
@@ -91,7 +107,8 @@ class FeedbackLog:
                     qid, time.time(), user, json.dumps(kb_ids), answer.question, answer.text,
                     json.dumps([x.to_dict() for x in answer.citations]), json.dumps([x.to_dict() for x in answer.claims]),
                     answer.grounding_score, answer.confidence, int(answer.abstained), answer.mode,
-                    json.dumps(answer.timings_ms), answer.answers_question, thread_id, _calibration_key(answers_calibration()),
+                    json.dumps(answer.timings_ms), answer.answers_question, thread_id,
+                    _key(self.answers_scale[0]) if self.answers_scale else None,
                 ),
             )
         return qid
@@ -130,7 +147,8 @@ class FeedbackLog:
         df = pd.DataFrame([dict(r) for r in rows], columns=cols)
         df["time"] = pd.to_datetime(df["ts"], unit="s")
         df["abstained"] = df["abstained"].astype(bool)
-        _on_current_scale(df, [dict(r).get("calibration") for r in rows])
+        if self.answers_scale:
+            _on_current_scale(df, [dict(r).get("calibration") for r in rows], *self.answers_scale)
         names = kb_names or {}
         df["kb_list"] = [[names.get(k, k if unknown is None else unknown) for k in json.loads(v)] for v in df["kb_ids"]]
         df["kb"] = [", ".join(v) for v in df["kb_list"]]

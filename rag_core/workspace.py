@@ -18,6 +18,7 @@ from .feedback import FeedbackLog
 from .errors import InputError, NotFound
 from .ingest.pipeline import IngestStats, Ingestor, delete_document
 from .models import Chunk, Citation, Document, KnowledgeBase, RetrievalSettings, SearchFilters
+from .reader import LEGACY_ANSWERS, answers_calibration
 from .generation.llm import make_chat_model
 from .retrieval.factory import make_reranker
 from .retrieval.pipeline import RetrievalPipeline, Retrieved
@@ -32,7 +33,8 @@ class Workspace:
         self.db = Database(self.settings.db_path)
         self.appdb = AppDB(self.db, lease_seconds=self.settings.lease_seconds)
         self.store = make_store(self.settings, self.db)
-        self.feedback = FeedbackLog(self.db)
+        now = answers_calibration()
+        self.feedback = FeedbackLog(self.db, answers_scale=((now.a, now.b), (LEGACY_ANSWERS.a, LEGACY_ANSWERS.b)))
         self._backfill_dates()
         self._purged_at = 0.0
         # the tables retention's deletes reach (learnt records cascade, thread links are cut)

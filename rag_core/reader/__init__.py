@@ -82,15 +82,6 @@ def answers_calibration(meta_file: Path = META_FILE) -> Calibration:
     return Calibration(float(c.get("a", 1.0)), float(c.get("b", 0.0)))
 
 
-def recalibrate(p, old: Calibration, new: Calibration) -> np.ndarray:
-    """A probability that `old` gave, as `new` reads the same logit. Both are monotone maps of
-    one logit, so the ranking of scores is kept; 0 and 1 stay 0 and 1."""
-    p = np.clip(np.asarray(p, dtype=float), 0.0, 1.0)
-    with np.errstate(divide="ignore", over="ignore"):
-        z = (np.log(p) - np.log1p(-p) - old.b) / old.a
-        return new(z)
-
-
 class Reader:
     # One pair per run: dynamic int8 quantisation scales activations per run, so in a batch a
     # pair's score would depend on its neighbours (logits moved by up to 0.19). Run alone,
