@@ -144,11 +144,12 @@ class FeedbackLog:
         cols = ["query_id", "ts", "user", "kb_ids", "question", "answer", "citations", "claims", "grounding",
                 "answers_question", "confidence", "abstained", "mode", "timings", "thread_id", "rating", "comment",
                 "reason", "rated_ts"]
-        df = pd.DataFrame([dict(r) for r in rows], columns=cols)
+        recs = [dict(r) for r in rows]
+        df = pd.DataFrame(recs, columns=cols)
         df["time"] = pd.to_datetime(df["ts"], unit="s")
         df["abstained"] = df["abstained"].astype(bool)
         if self.answers_scale:
-            _on_current_scale(df, [dict(r).get("calibration") for r in rows], *self.answers_scale)
+            _on_current_scale(df, [r.get("calibration") for r in recs], *self.answers_scale)
         names = kb_names or {}
         df["kb_list"] = [[names.get(k, k if unknown is None else unknown) for k in json.loads(v)] for v in df["kb_ids"]]
         df["kb"] = [", ".join(v) for v in df["kb_list"]]

@@ -75,11 +75,15 @@ class Calibration:
 LEGACY_ANSWERS = Calibration(0.704496, -0.678881)
 
 
+def calibrations(meta: dict) -> dict[str, Calibration]:
+    """Each task's Platt fit from reader.json's contents (identity where none is recorded)."""
+    return {t: Calibration(**meta.get("calibration", {}).get(t, {})) for t in TASKS}
+
+
 @lru_cache(maxsize=4)
 def answers_calibration(meta_file: Path = META_FILE) -> Calibration:
     """The shipped `answers` calibration, read from reader.json without loading the model."""
-    c = json.loads(meta_file.read_text()).get("calibration", {}).get("answers", {})
-    return Calibration(float(c.get("a", 1.0)), float(c.get("b", 0.0)))
+    return calibrations(json.loads(meta_file.read_text()))["answers"]
 
 
 class Reader:
@@ -106,7 +110,7 @@ class Reader:
             )
         self.meta = meta
         self.sha256 = digest
-        self.calibration = {t: Calibration(**meta.get("calibration", {}).get(t, {})) for t in TASKS}
+        self.calibration = calibrations(meta)
         # Whether this model was trained to read an answer candidate with its neighbouring
         # sentences (answer_input's long form); a model that was not reads sentences alone.
         self.reads_context = bool(meta.get("answers_context", False))
