@@ -12,6 +12,7 @@
 #   VENV_TRAIN  the training venv (torch)           CACHE  mix/, pairs/ (mix_data.py, make_data.py)
 #   MANUALS     the unpacked manual packages (usr/) SQUAD_KB, MANUALS_KB  data folders (built on first use)
 #   EXPORT_ARGS extra export.py flags (e.g. "--keep-fp32 12 --fp32-from first" when plain int8 drifts)
+#   SCIFACT_HELDOUT the --scifact-heldout share the run's mix_data.py used (default 0.2)
 set -euo pipefail
 RUN=$1; E=$2
 CACHE=${CACHE:-/work/cache}; VENV_TRAIN=${VENV_TRAIN:-$CACHE/venv-train}; MANUALS=${MANUALS:-/tmp/manuals/usr}
@@ -20,7 +21,7 @@ cd "$(dirname "$0")/../.."
 mkdir -p "$E"
 "$VENV_TRAIN/bin/python" training/reader/export.py --run "$RUN" --pairs "$CACHE/mix" ${EXPORT_ARGS:-} 2>&1 | grep -v -i warn | tee "$E/export.log"
 python training/reader/calibrate.py --pairs "$CACHE/pairs" --domains --docs "$CACHE/mix/docs_heldout.jsonl" \
-    --scifact-heldout 0.2 > "$E/calibrate.log" 2>&1
+    --scifact-heldout "${SCIFACT_HELDOUT:-0.2}" > "$E/calibrate.log" 2>&1
 cp rag_core/reader/model/reader.json rag_core/reader/model/calibration_report.json "$E/"
 python benchmarks/evidence_vs_topical.py --pdfs "$MANUALS" --out "$E/evidence_vs_topical.json" 2>&1 | tee "$E/evt.log"
 python benchmarks/answer_quality.py --data-dir "$SQUAD_KB" --split calib --fit-selection --choose --skip-verifier > "$E/aq_calib.log" 2>&1
