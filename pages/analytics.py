@@ -103,6 +103,15 @@ if not answered.empty:
                 y=alt.Y("count():Q", title="answers", axis=COUNT), tooltip=["count():Q"]),
             width="stretch")
 
+# ---- what decided ------------------------------------------------------------------------
+decisions = log.decisions(df)
+if not decisions.empty:
+    st.subheader("What decided each answer")
+    st.caption("The answer policy's rule for every answer shown or withheld (reader: the offline reader's "
+               "evidence; model: the language model's answer; verification: no sentence confirmed in the sources).")
+    st.dataframe(decisions, hide_index=True,
+                 column_config={"helpful_rate": st.column_config.NumberColumn("helpful", format="percent")})
+
 # ---- latency ---------------------------------------------------------------------------
 st.subheader("Latency per stage")
 lat = log.latency(df, detail=False)

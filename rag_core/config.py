@@ -144,6 +144,11 @@ class Settings(BaseSettings):
     # 0.16 then reads 0.4996, so 0.50 keeps every decision the rule made. A separate setting
     # because it judges a different text: what the model wrote, not a retrieved sentence.
     llm_answer_threshold: float = Field(default=0.50, ge=0.0, le=1.0)
+    # Who decides whether an answer is shown (rag_core/generation/policy.py): "auto" = the policy
+    # calibrated for the model in use (`python -m rag_core calibrate`), else "conservative" (the
+    # two reader thresholds above, the gates of every earlier version); "model" = the language
+    # model's own verdict decides and the reader only signals. A knowledge base may set its own.
+    answer_policy: Literal["auto", "conservative", "model"] = "auto"
     reader_threads: int = Field(default=0, ge=0, le=64, description="onnxruntime threads for the reader (0 = default)")
     # CRAG trigger, on answers_question × grounding. 0.5 under the SQuAD-only calibration; the
     # same logit reads 0.68 under the three-domain one (issue 25), so a fully supported answer

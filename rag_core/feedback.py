@@ -92,7 +92,9 @@ class FeedbackLog:
         # Logs written by older versions get the newer columns as NULL ("not recorded"), not 0.
         db.add_columns("queries", {"answers_question": "REAL",  # before the reader model existed
                                    "thread_id": "TEXT",  # before saved conversations
-                                   "calibration": "TEXT"})  # before issue 25's recalibration
+                                   "calibration": "TEXT",  # before issue 25's recalibration
+                                   "decided_by": "TEXT",  # before the answer policy (issue 39)
+                                   "policy": "TEXT"})
         db.add_columns("feedback", {"reason": "TEXT"})  # before thumbs-down reasons
 
     def log_answer(self, answer: Answer, kb_ids: list[str], user: str | None = None,
@@ -101,14 +103,15 @@ class FeedbackLog:
         with self.db.transaction() as c:
             c.execute(
                 "INSERT INTO queries (query_id, ts, user, kb_ids, question, answer, citations, claims, grounding, "
-                "confidence, abstained, mode, timings, answers_question, thread_id, calibration) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "confidence, abstained, mode, timings, answers_question, thread_id, calibration, decided_by, policy) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     qid, time.time(), user, json.dumps(kb_ids), answer.question, answer.text,
                     json.dumps([x.to_dict() for x in answer.citations]), json.dumps([x.to_dict() for x in answer.claims]),
                     answer.grounding_score, answer.confidence, int(answer.abstained), answer.mode,
                     json.dumps(answer.timings_ms), answer.answers_question, thread_id,
                     _key(self.answers_scale[0]) if self.answers_scale else None,
+                    answer.decided_by or None, answer.policy or None,
                 ),
             )
         return qid
@@ -142,8 +145,8 @@ class FeedbackLog:
             "FROM queries q LEFT JOIN feedback f ON f.query_id = q.query_id ORDER BY q.ts"
         )
         cols = ["query_id", "ts", "user", "kb_ids", "question", "answer", "citations", "claims", "grounding",
-                "answers_question", "confidence", "abstained", "mode", "timings", "thread_id", "rating", "comment",
-                "reason", "rated_ts"]
+                "answers_question", "confidence", "abstained", "mode", "timings", "thread_id", "decided_by", "policy",
+                "rating", "comment", "reason", "rated_ts"]
         recs = [dict(r) for r in rows]
         df = pd.DataFrame(recs, columns=cols)
         df["time"] = pd.to_datetime(df["ts"], unit="s")
@@ -219,6 +222,23 @@ class FeedbackLog:
         g = df.set_index("time").groupby(pd.Grouper(freq="D"))
         out = pd.DataFrame({"answers": g.size(), "helpful_rate": g["rating"].apply(lambda r: (r.dropna() > 0).mean())})
         return out
+
+    @staticmethod
+    def decisions(df: pd.DataFrame) -> pd.DataFrame:
+        """What decided each answer (the answer policy's `decided_by`), per policy: answers
+        shown and withheld, with the helpful rate of the rated ones. Rows logged before the
+        policy existed count as "not recorded"."""
+        cols = ["policy", "decided_by", "outcome", "answers", "helpful_rate"]
+        if df.empty:
+            return pd.DataFrame(columns=cols)
+        x = pd.DataFrame({"policy": df["policy"].fillna("not recorded"),
+                          "decided_by": df["decided_by"].fillna("not recorded"),
+                          "outcome": df["abstained"].map({True: "withheld", False: "shown"}),
+                          "rating": df["rating"]})
+        g = x.groupby(["policy", "decided_by", "outcome"])
+        out = pd.DataFrame({"answers": g.size(),
+                            "helpful_rate": g["rating"].apply(lambda r: (r.dropna() > 0).mean() if r.notna().any() else None)})
+        return out.reset_index().sort_values("answers", ascending=False)[cols].reset_index(drop=True)
 
     @staticmethod
     def reasons(df: pd.DataFrame) -> pd.DataFrame:

@@ -30,6 +30,9 @@ class RetrievalSettings:
     # Recency preference (rag_core/retrieval/recency.py): 0 = off; otherwise a passage's
     # relevance is blended with 0.5 ** (age in days / half-life).
     recency_half_life_days: float = 0.0
+    # The answer policy for questions asked here (rag_core/generation/policy.py): "" = the
+    # app's setting (RAG_ANSWER_POLICY); "auto", "conservative" or "model".
+    answer_policy: str = ""
 
 
 @dataclass
@@ -263,6 +266,13 @@ class Answer:
     # {"kind", "sides": [{"n", "doc_id", "source", "date", "text", "values"}, ...]}; both
     # sides are cited in the text.
     conflicts: list[dict] = field(default_factory=list)
+    # The answer policy's decision (rag_core/generation/policy.py): the rule that decided to
+    # show, flag or withhold this answer, the policy in force, and the signals it read.
+    decided_by: str = ""
+    policy: str = ""
+    signals: dict[str, Any] = field(default_factory=dict)
+    # Offline answers show a passage: the sentence in it that scored best, shown highlighted.
+    highlight: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

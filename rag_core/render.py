@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from .grounding.verify import answer_sentences, plain
+from .grounding.verify import answer_sentences, plain, quotation_key
 from .models import Answer
 
 # Every ASCII punctuation character that starts or ends something in Streamlit's Markdown:
@@ -82,11 +82,16 @@ LABEL_COLOR = {"supported": "", "partial": "orange", "unsupported": "red"}
 
 
 def answer_markdown(answer: Answer) -> str:
-    """The answer as one Markdown string: superscript markers, and sentences the verifier
-    does not fully back coloured with a warning sign."""
+    """The answer as one Markdown string: superscript markers, sentences the verifier does not
+    fully back coloured with a warning sign, and in an offline passage the sentence that
+    answers in bold."""
     parts = []
-    for md, label in answer_segments(answer):
+    key = quotation_key(answer.highlight) if answer.highlight else ""
+    for (md, label), sent in zip(answer_segments(answer), answer_sentences(answer.text)):
         color = LABEL_COLOR.get(label, "")
+        s = quotation_key(sent)
+        if key and s and (s in key or key in s) and not color:
+            md = f"**{md}**"
         parts.append(f":{color}[{md} :material/warning:]" if color else md)
     return " ".join(parts)
 

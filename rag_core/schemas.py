@@ -50,6 +50,11 @@ class AnswerOut(BaseModel):
     timings_ms: dict[str, float] = Field(default_factory=dict)
     closest: list[CitationOut] = Field(default_factory=list)
     conflicts: list[dict[str, Any]] = Field(default_factory=list)
+    # The answer policy's decision (rag_core/generation/policy.py): the rule that decided, the
+    # policy in force, and the signals it read.
+    decided_by: str = ""
+    policy: str = ""
+    signals: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
     def of(cls, a: Answer, id: Any = None, **extra: Any) -> AnswerOut:
@@ -58,7 +63,7 @@ class AnswerOut(BaseModel):
                    answers_question=a.answers_question, confidence=a.confidence, evidence_score=a.evidence_score,
                    mode=a.mode, claims=[c.to_dict() for c in a.claims], invalid_citations=a.invalid_citations,
                    timings_ms=a.timings_ms, closest=[CitationOut.of(c) for c in a.closest], conflicts=a.conflicts,
-                   **extra)
+                   decided_by=a.decided_by, policy=a.policy, signals=a.signals, **extra)
 
 
 def kb_row(kb) -> dict[str, Any]:

@@ -53,6 +53,7 @@ from .condense import condense as condense_offline
 from .extractive import Evidence as Reading
 from .extractive import SELECTION_FEATURES, ExtractiveAnswerer, cite
 from ..grounding.conflicts import ANSWERS_MIN, asked_kind, conflict_record, find_conflicts, values
+from .policy import AnswerPolicy, Decision, Signals, merged_choice, policy_for
 from .prompts import CONDENSE_PROMPT, HYDE_PROMPT, RELEVANCE_TASK, VERIFY_PROMPT, neutralise, system_prompt, user_message
 
 log = logging.getLogger(__name__)
@@ -98,7 +99,13 @@ class Context:
     best: float = 0.0  # best passage's reranker (or fused) score
     below_threshold: int = 0  # passages the knowledge bases' minimum relevance dropped
     reading: Reading | None = None
-    abstain: str | None = None  # why the chain will not answer
+    policy: AnswerPolicy | None = None  # the answer policy in force for this question
+    decision: Decision | None = None  # its decision before generation
+    relevance: bool | None = None  # the model's relevance check, when it ran
+
+    @property
+    def abstain(self) -> bool:
+        return self.decision is not None and self.decision.abstain
 
 
 def closest_passages(sources: list[ScoredChunk], reading: Reading | None, k: int) -> list[Citation]:
@@ -254,29 +261,23 @@ class AnswerEngine:
                        below_threshold=int(info.get("below_threshold") or 0))
 
     def _gate(self, ctx: Context, config: RunnableConfig) -> Context:
-        """Abstain unless some retrieved sentence answers the question: the reader's best
-        P(answers) over the passages' sentences against one threshold (chosen on the SQuAD
-        train split; the same for every corpus — no BM25 or reranker scale involved)."""
-        if ctx.lookup_source:
-            return ctx
-        t = time.perf_counter()
+        """The reader reads the passages (offline: to choose the answer; with a model: to choose
+        and order what the model reads), then the answer policy decides whether to go on. The
+        reader's evidence is a veto only where the policy in force makes it one."""
         turn = ctx.turn
-        if not ctx.sources:
-            why = "no passage in the selected knowledge bases matched the question"
-            if ctx.below_threshold:
-                why += (f": the minimum relevance ({turn.settings.score_threshold:.2f}) set on the knowledge base "
-                        f"dropped all {ctx.below_threshold} candidate passage(s)")
-            return replace(ctx, abstain=why)
+        policy = policy_for(self.settings, merged_choice(turn.req.kbs), llm=self.chat is not None)
+        turn = replace(turn, models={**turn.models, "policy": policy.name})
+        ctx = replace(ctx, turn=turn, policy=policy)
+        if ctx.lookup_source or not ctx.sources:
+            return replace(ctx, decision=policy.before_generation(self._signals(ctx)))
+        t = time.perf_counter()
         # LLM mode: every retrieved passage is read, to give the model the best-answering ones.
         reading = self.extractive.read(turn.standalone, ctx.sources,
                                        max_passages=len(ctx.sources) if self.chat is not None else None)
-        abstain = None
-        if reading.best < self.settings.answer_threshold:
-            abstain = ("the closest passages mention the topic but no sentence in them answers the question "
-                       f"(best {reading.best:.2f}, below the {self.settings.answer_threshold:.2f} needed)")
-        turn = _timed(turn, read=_ms(t))
-        ctx = replace(ctx, turn=turn, reading=reading)
-        if abstain is None and self._llm_ok(turn):
+        ctx = replace(ctx, turn=_timed(turn, read=_ms(t)), reading=reading)
+        decision = policy.before_generation(self._signals(ctx))
+        turn = ctx.turn
+        if not decision.abstain and self._llm_ok(turn):
             ctx = self._focus(ctx)
             if self.settings.llm_relevance_check:
                 try:
@@ -284,11 +285,20 @@ class AnswerEngine:
                     # serves the answer's prompt, so the check costs a few tokens
                     msgs = self._prompt_value(turn, ctx.sources, RELEVANCE_TASK)
                     verdict = self.llm.invoke(self.prompt.invoke(msgs, config), config)
-                    if verdict.strip().lower().startswith("no"):
-                        abstain = "the language model found no answer to the question in the retrieved passages"
+                    ctx = replace(ctx, relevance=not verdict.strip().lower().startswith("no"))
                 except Exception as exc:  # noqa: BLE001
-                    turn = self._failed(turn, exc)
-        return replace(ctx, turn=turn, abstain=abstain)
+                    ctx = replace(ctx, turn=self._failed(turn, exc))
+                decision = policy.before_generation(self._signals(ctx))
+        return replace(ctx, decision=decision)
+
+    def _signals(self, ctx: Context, **written) -> Signals:
+        """What the policy reads: retrieval, the reader's evidence, the model's verdicts, and
+        (after generation) the written answer's support and P(answers)."""
+        kbs = ctx.turn.req.kbs
+        return Signals(mode="llm" if self._llm_ok(ctx.turn) else "extractive", passages=len(ctx.sources),
+                       evidence=ctx.reading.best if ctx.reading is not None else None,
+                       lookup=bool(ctx.lookup_source), relevance=ctx.relevance,
+                       grounded_only=any(kb.grounded_only for kb in kbs), **written)
 
     def _focus(self, ctx: Context) -> Context:
         """LLM mode: the passages the model reads, those holding the reader's best-answering
@@ -315,11 +325,11 @@ class AnswerEngine:
             pass
         assert ctx is not None
         if ctx.abstain:
-            yield AnswerEvent("answer", answer=self._abstain(ctx, ctx.abstain))
+            yield AnswerEvent("answer", answer=self._abstain(ctx, ctx.decision))
             return
         turn, sources = ctx.turn, ctx.sources
         t = time.perf_counter()
-        draft, snippets = "", None
+        draft, snippets, highlight = "", None, ""
         if self._llm_ok(turn) and not ctx.lookup_source:
             parts: list[str] = []
             try:
@@ -334,17 +344,27 @@ class AnswerEngine:
                 if parts:
                     yield AnswerEvent("restart")
         if not draft:
-            draft, snippets = self._offline_draft(ctx)
+            if self._llm_ok(ctx.turn) and not self._llm_ok(turn) and not ctx.lookup_source:
+                # the model failed after the policy let the question through on its account:
+                # the offline answer is the reader's, so the reader judges it as it would offline
+                ctx = replace(ctx, turn=turn)
+                decision = ctx.policy.before_generation(self._signals(ctx))
+                if decision.abstain:
+                    yield AnswerEvent("answer", answer=self._abstain(ctx, decision))
+                    return
+            draft, snippets, highlight = self._offline_draft(ctx)
             if not draft:
                 yield AnswerEvent("answer", answer=self._abstain(
-                    ctx, "the matching passages contain no sentence that answers the question"))
+                    ctx, ctx.policy.after_generation(self._signals(ctx, drafted=False))))
                 return
             for sentence in answer_sentences(draft):
                 yield AnswerEvent("token", sentence.strip() + " ")
         turn = _timed(turn, generate=_ms(t))
-        if _NO_ANSWER.search(draft) and not _MARKER.search(draft):
-            yield AnswerEvent("answer", answer=self._abstain(
-                replace(ctx, turn=turn), "the language model found no answer to the question in the retrieved passages"))
+        declined = self._llm_ok(turn) and bool(_NO_ANSWER.search(draft)) and not _MARKER.search(draft)
+        if declined:
+            ctx = replace(ctx, turn=turn)
+            yield AnswerEvent("answer", answer=self._abstain(ctx, ctx.policy.after_generation(
+                self._signals(ctx, declined=True))))
             return
 
         # Conflicting sources: the rival's sentence joins the answer with its own citation, so
@@ -371,7 +391,7 @@ class AnswerEngine:
         rounds = revised = 0
         while (self._llm_ok(turn) and not ctx.lookup_source and self.settings.llm_crag
                and rounds < self.settings.llm_crag_rounds
-               and confidence(grounding, answers_question(claims)) < self.settings.confidence_threshold):
+               and ctx.policy.correct(confidence(grounding, answers_question(claims)))):
             # Corrective retrieval: search for evidence of the unsupported claims and rewrite.
             # (An answer that is supported but does not answer has no weak claim to search
             # for: it stays, shown with its low "answers the question" score.)
@@ -414,13 +434,10 @@ class AnswerEngine:
         turn = _timed(turn, crag_rounds=rounds)
         if self._llm_ok(turn) and self.settings.llm_verify:
             claims, grounding, turn = self._llm_judge(turn, claims, sources, config)
+        kept = None
         if any(kb.grounded_only for kb in turn.req.kbs):
             kept = [c for c in claims if c.label != "unsupported"]
-            if not kept:
-                yield AnswerEvent("answer", answer=self._abstain(
-                    replace(ctx, turn=turn), "grounded-only: no sentence of the draft answer is supported by the sources"))
-                return
-            if len(kept) < len(claims):
+            if kept and len(kept) < len(claims):
                 cited_by = {c.text: c.cited_by for c in claims}
                 draft = _keep_sentences(draft, {c.text for c in kept})
                 claims, grounding = self.verify.invoke((draft, sources, question), config)
@@ -436,16 +453,12 @@ class AnswerEngine:
         # fully only when all of it is shown. An excerpt (cut by the context budget, or its
         # passages shortened) is scored like any answer: the reader's P(answers) on the text shown.
         aq = 1.0 if ctx.lookup_source and _lookup_complete(ctx) else answers_question(claims)
-        # The gate's rule, applied to what the model wrote: a written answer in which no
-        # sentence answers the question (a fluent invention, an echo of the question, a
-        # near-miss paraphrase) is not shown as an answer. An offline answer after an LLM
-        # failure (the gate's own sentences) is held to the same line: `aq` is verify's
-        # calibrated P(answers), while answer_threshold is on the gate's selection score.
-        need = self.settings.llm_answer_threshold
-        if self.chat is not None and not ctx.lookup_source and aq < need:
-            yield AnswerEvent("answer", answer=self._abstain(replace(ctx, turn=turn), (
-                "the written answer does not answer the question "
-                f"(best {aq:.2f}, below the {need:.2f} needed)")))
+        ctx = replace(ctx, turn=turn)
+        sig = self._signals(ctx, labels=tuple(c.label for c in claims), answers=aq,
+                            kept=None if kept is None else len(kept))
+        decision = ctx.policy.after_generation(sig)
+        if decision.abstain:
+            yield AnswerEvent("answer", answer=self._abstain(ctx, decision, sig))
             return
         turn = _timed(turn, verify=_ms(t), total=_ms(turn.t0))
         reading = ctx.reading
@@ -459,6 +472,7 @@ class AnswerEngine:
             mode="extractive" if "llm_error" in turn.models or self.chat is None else "llm",
             models=turn.models, timings_ms=turn.timings, standalone_question=turn.standalone, revised=revised, auto_cited=auto_cited,
             below_threshold=ctx.below_threshold, conflicts=[c for c in shown if c],
+            decided_by=decision.decided_by, policy=ctx.policy.name, signals=_signal_record(sig), highlight=highlight,
         ))
 
     # ---- helpers ---------------------------------------------------------------------
@@ -513,7 +527,7 @@ class AnswerEngine:
                 except Exception:  # noqa: BLE001 - the file may be gone or unreadable: keep the first page
                     log.debug("page lookup failed for %s", c.chunk_id, exc_info=True)
 
-    def _offline_draft(self, ctx: Context) -> tuple[str, dict | None]:
+    def _offline_draft(self, ctx: Context) -> tuple[str, dict | None, str]:
         if ctx.lookup_source:
             srcs = ctx.sources[:LOOKUP_PASSAGES]
             total = max(ctx.lookup_chunks, len(ctx.sources))
@@ -522,10 +536,10 @@ class AnswerEngine:
                     f"Here is an excerpt of {srcs[0].chunk.source} ({len(srcs)} of its {total} passages"
                     + (", each cut to its start" if shortened else "") + ")")
             return (f"{what}, passage by passage: " + " ".join(
-                f"{_lookup_text(s)} [{i}]" for i, s in enumerate(srcs, 1)), {})
+                f"{_lookup_text(s)} [{i}]" for i, s in enumerate(srcs, 1)), {}, "")
         reading = ctx.reading or self.extractive.read(ctx.turn.standalone, ctx.sources)
         ex = self.extractive.compose(reading, ctx.sources)
-        return ex.text, ex.snippets
+        return ex.text, ex.snippets, ex.highlight
 
     def _checked(self, draft: str, sources: list[ScoredChunk], question: str, config):
         """A written draft with its markers placed, uncited and mis-cited sentences cited
@@ -556,8 +570,9 @@ class AnswerEngine:
                "this answer was composed offline from the sources instead.")
         return replace(turn, models={**turn.models, "llm_error": msg})
 
-    def _abstain(self, ctx: Context, reason: str) -> Answer:
+    def _abstain(self, ctx: Context, decision: Decision, sig: Signals | None = None) -> Answer:
         turn = ctx.turn
+        reason = decision.why()
         terms = [t for t in key_terms(turn.standalone or turn.req.question) if "'" not in t and t not in _TIP_NOISE]
         suggestions = [
             "Check that the right knowledge bases are selected.",
@@ -570,6 +585,8 @@ class AnswerEngine:
             mode=self.mode, models=turn.models, timings_ms={**turn.timings, "total": _ms(turn.t0)},
             standalone_question=turn.standalone, below_threshold=ctx.below_threshold,
             closest=closest_passages(ctx.sources, ctx.reading, self.settings.closest_passages),
+            decided_by=decision.decided_by, policy=ctx.policy.name if ctx.policy else "",
+            signals=_signal_record(sig or self._signals(ctx)),
         )
 
     def _history(self, req: AnswerRequest) -> list:
@@ -678,3 +695,19 @@ def _lookup_complete(ctx: Context) -> bool:
 
 def _keep_sentences(text: str, keep: set[str]) -> str:
     return " ".join(s.strip() for s in answer_sentences(text) if plain(s) in keep)
+
+
+def _signal_record(sig: Signals) -> dict[str, Any]:
+    """The signals an answer was decided on, as logged and returned (JSON-safe, rounded)."""
+    out: dict[str, Any] = {"mode": sig.mode, "passages": sig.passages}
+    if sig.evidence is not None:
+        out["evidence"] = round(float(sig.evidence), 4)
+    if sig.relevance is not None:
+        out["relevance"] = sig.relevance
+    if sig.declined is not None:
+        out["declined"] = sig.declined
+    if sig.labels:
+        out["labels"] = list(sig.labels)
+    if sig.answers is not None:
+        out["answers"] = round(float(sig.answers), 4)
+    return out

@@ -25,7 +25,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..text.sentences import split_sentences
+from ..text.sentences import sentence_starts, split_sentences, unit_starts
 from ..models import ScoredChunk
 from ..reader import answer_input
 from ..text.analysis import analyze, term_weights
@@ -37,6 +37,7 @@ class Extract:
     best_score: float  # P(answers) of the lead sentence
     used: list[int]  # source numbers used
     snippets: dict[int, str]  # source number -> the sentences taken from it
+    highlight: str = ""  # the best-scoring sentence inside the passage shown
 
 
 @dataclass
@@ -153,37 +154,25 @@ class ExtractiveAnswerer:
         return out
 
     def compose(self, ev: Evidence, sources: list[ScoredChunk] | None = None) -> Extract:
-        """The answer: the best sentences with their markers. With `sources`, the lead
-        sentence grows into the contiguous span that answers a procedural question — the
-        sentence that introduces a command or steps ("To read a CSV file, use:") with the code
-        block or list that follows it, or a code block or list with the sentence introducing it."""
+        """The answer at the grain a person reads: the paragraph, list, or code block with the
+        sentence introducing it, that holds the best-scoring sentence (cut to a window of
+        sentences around it when the paragraph is long), that sentence as the highlight, cited
+        — the way a search engine's answer box shows a snippet. A wrong choice between two
+        neighbouring sentences then no longer hides the answer: both are shown. Without
+        `sources` (or when the sentence cannot be placed in its passage) the sentence alone."""
         if not ev.cands:
             return Extract("", 0.0, [], {})
-        order = list(np.argsort(-ev.probs, kind="stable"))
-        best = order[0]
-        chosen = [best]
-        for i in order[1:]:
-            if len(chosen) >= self.max_sentences or ev.probs[i] < self.relative_cutoff * ev.probs[best]:
-                break
-            ti = _terms(ev.cands[i][2])
-            if any(_jaccard(ti, _terms(ev.cands[j][2])) > 0.7 for j in chosen):
-                continue  # overlapping chunks repeat sentences
-            if any(ev.cands[i][2] in ev.cands[j][2] or ev.cands[j][2] in ev.cands[i][2] for j in chosen):
-                continue  # an introducing sentence and the code block read with it
-            chosen.append(i)
-        first_pos: dict[int, int] = {}
-        for i in chosen:
-            first_pos.setdefault(ev.cands[i][0], len(first_pos))
-        chosen.sort(key=lambda i: (first_pos[ev.cands[i][0]], ev.cands[i][1]))
-        spans = {best: procedural_span(sources[ev.cands[best][0]].chunk.text, ev.cands[best][1])} if sources else {}
-        parts, snippets = [], {}
-        for i in chosen:
-            si, _, s = ev.cands[i]
-            s = spans.get(i) or s
-            n = si + 1
-            parts.append(cite(s, n))
-            snippets[n] = (snippets.get(n, "") + " " + s).strip()
-        return Extract(" ".join(parts), float(ev.probs[best]), sorted(snippets), snippets)
+        best = int(np.argmax(ev.probs))
+        si, k, sentence = ev.cands[best]
+        passage = answer_passage(sources[si].chunk.text, k) if sources else None
+        text = passage or sentence
+        n = si + 1
+        segs = split_sentences(sources[si].chunk.text) if sources else []
+        highlight = _flat(segs[k]) if 0 <= k < len(segs) else sentence
+        if _is_code(highlight) and not _is_code(sentence):
+            highlight = sentence
+        return Extract(cite_each(text, n), float(ev.probs[best]), [n], {n: " ".join(text.split())},
+                       highlight=highlight)
 
     def extract(self, question: str, sources: list[ScoredChunk]) -> Extract:
         return self.compose(self.read(question, sources), sources)
@@ -278,3 +267,108 @@ def _span(segs: list[str], start: int, end: int) -> str | None:
 
 def _jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a and b else 0.0
+
+
+MAX_PASSAGE_CHARS = 700  # an answer passage longer than this is cut to sentences around the best one
+# A sentence that announces what follows it: the block after it belongs to it.
+_ANNOUNCES = re.compile(r"(:|\b(as follows|like this|for example|for instance|e\.g\.|such as|as in|the command is|"
+                        r"use|using|run|type|enter|with|as))\s*$", re.I)
+
+
+def _blocks(text: str) -> list[str]:
+    """A passage's blocks as a reader sees them: paragraphs (split at blank lines and
+    headings), lists (a run of items with their wrapped lines) and fenced code blocks; a code
+    block or list joins the paragraph before it when that paragraph announces it ("… as
+    follows:", "… the command is")."""
+    raw: list[tuple[str, list[str]]] = []
+    cur: list[str] = []
+    kind = ""
+    fence = False
+
+    def flush():
+        nonlocal cur, kind
+        if cur:
+            raw.append((kind or "prose", cur))
+        cur, kind = [], ""
+
+    for ln in text.split("\n"):
+        st = ln.strip()
+        if st.startswith(("```", "~~~")):
+            if not fence:
+                flush()
+                fence, kind, cur = True, "code", [ln]
+            else:
+                cur.append(ln)
+                fence = False
+                flush()
+            continue
+        if fence:
+            cur.append(ln)
+            continue
+        if not st or st.startswith("#"):
+            flush()
+            continue
+        item = bool(_ITEM.match(st))
+        if item and kind != "list":
+            flush()
+            kind = "list"
+        elif not item and kind == "code":
+            flush()
+        cur.append(ln)
+        kind = kind or "prose"
+    flush()
+    out: list[tuple[str, str]] = []
+    for kind, lines in raw:
+        body = "\n".join(lines).strip()
+        if out and kind in ("code", "list") and out[-1][0] == "prose" and _ANNOUNCES.search(out[-1][1]):
+            out[-1] = ("prose+" + kind, out[-1][1] + "\n" + body)
+        else:
+            out.append((kind, body))
+    return [b for _, b in out if b]
+
+
+def cite_each(text: str, n: int) -> str:
+    """Every sentence of a copied passage with its marker, its lines kept (a list stays a list,
+    a code block a block): each sentence is a claim the verifier matches against the source,
+    and an uncited one could at best be 'partial'."""
+    starts = [0, *unit_starts(text), len(text)]
+    out = []
+    for a, b in zip(starts, starts[1:]):
+        seg = text[a:b]
+        body = seg.rstrip()
+        if body:
+            out.append(cite(body, n) + seg[len(body):])
+    return "".join(out).rstrip()
+
+
+def answer_passage(text: str, k: int) -> str | None:
+    """The block of `text` holding its sentence `k` (split_sentences' numbering), its lines
+    kept, ending as a sentence; a window of sentences around `k` when the block is longer than
+    MAX_PASSAGE_CHARS (the sentence before it, then those after it). None when the sentence
+    cannot be placed."""
+    segs = split_sentences(text)
+    if not 0 <= k < len(segs):
+        return None
+    target = " ".join(segs[k].split())
+    for block in _blocks(text):
+        if target not in " ".join(block.split()):
+            continue
+        bounds = [0, *sentence_starts(block), len(block)]
+        parts = [block[a:b] for a, b in zip(bounds, bounds[1:])]
+        flat = [" ".join(x.split()) for x in parts]
+        at = next((i for i, x in enumerate(flat) if x and (target in x or x in target)), None)
+        if at is None:
+            return None
+        size = lambda lo, hi: len(" ".join(flat[lo:hi + 1]))  # noqa: E731
+        lo = hi = at
+        # the sentence before names what this one calls "it", or states the figure it refers
+        # to; what follows completes a procedure
+        if lo > 0 and size(lo - 1, hi) <= MAX_PASSAGE_CHARS:
+            lo -= 1
+        while hi + 1 < len(parts) and size(lo, hi + 1) <= MAX_PASSAGE_CHARS:
+            hi += 1
+        if size(lo, hi) > MAX_PASSAGE_CHARS:
+            return None
+        span = "".join(parts[lo:hi + 1]).strip()
+        return span if re.search(r"[.!?…][\"'”’)]*$", span) or _is_code(flat[hi]) else span + "."
+    return None

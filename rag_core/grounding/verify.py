@@ -34,7 +34,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..text.sentences import split_sentences
+from ..text.sentences import split_sentences, split_units
 from ..models import Claim
 from ..text.analysis import analyze, term_weights
 from .citations import MARKER, attach_markers, markers_in
@@ -50,8 +50,28 @@ def plain(sentence: str) -> str:
     return re.sub(r"\s+([.,;:!?…])", r"\1", " ".join(MARKER.sub(" ", sentence).split()))
 
 
+# A citation marker followed by a capitalised word ends a sentence even without a full stop:
+# an extractive answer's span can end in code ("… the command is > q() [1]") and the next
+# sentence it took starts after the marker. Read as one claim, the two are not one contiguous
+# span of the source, and a copied answer read as "unsupported".
+_MARKER_END = re.compile(r"((?:[ \t]*\[\d{1,3}\])+)[ \t]+(?=[A-Z\"“‘(])")
+
+
 def answer_sentences(answer: str) -> list[str]:
-    return split_sentences(attach_markers(answer))
+    return split_units(_MARKER_END.sub(lambda m: m.group(1) + "\n\n", attach_markers(answer)))
+
+
+_FENCE = re.compile(r"`+")
+
+
+def quotation_key(text: str) -> str:
+    """Text as a quotation is compared: markers, code fences and backticks gone, whitespace
+    collapsed, no space before punctuation, lower case, no closing full stop. A sentence copied
+    from a source and that source, both read this way, match however the copy was laid out
+    (a code term joined to its prose on one line, a fence flattened, a full stop added)."""
+    t = _FENCE.sub(" ", MARKER.sub(" ", text))
+    t = re.sub(r"\s+([.,;:!?…])", r"\1", " ".join(t.split()))
+    return t.lower().rstrip(".!?… ")
 
 
 def split_claims(answer: str) -> list[tuple[str, list[int]]]:
@@ -103,36 +123,40 @@ class Verifier:
         fragments: dict[int, np.ndarray] = {}
         if not claims or not sources:
             return out, best_win, fragments
-        norm_src = [" ".join(s.split()).lower() for s in sources]
+        norm_src = [quotation_key(s) for s in sources]
         # A small model copying a passage sometimes glues the document's title in front
         # ("Imperialism The Royal Geographical Society …"): that copy is still verbatim.
         # Only the title of the very source is stripped, never arbitrary leading words
         # (a leading "Never" must not be dropped).
-        heads = [[" ".join(h.split()).lower() + " " for h in {t, t.split(" — ")[0]} if h.strip()] if t else []
+        heads = [[quotation_key(h) + " " for h in {t, t.split(" — ")[0]} if h.strip()] if t else []
                  for t in titles]
         sentences = [self._sentences(s) for s in sources]
         windows = [self._windows(sents) for sents in sentences]
         # the source's own sentences and lines (a bullet, a heading: no full stop to split on);
         # only a claim about a question can be a fragment
-        whole = {plain(x).lower().rstrip(".!?…")
+        whole = {quotation_key(x)
                  for x in [x for wins in windows for x in wins] + [ln for s in sources for ln in s.splitlines()]
                  } if question else set()
         win_terms = [[set(analyze(x)) for x in wins] for wins in windows]
         firsts, seconds, where = [], [], []
         for i, c in enumerate(claims):
-            key = " ".join(c.split()).lower().rstrip(".!?…")
-            if question and is_fragment(c, key in whole):
+            key = quotation_key(c)
+            # A short claim that is a whole sentence or line of a source, inside a longer answer
+            # (a list item or a command of a copied passage), is that source's text, not an
+            # answer to the question on its own: it is matched like any quotation.
+            quoted_line = len(claims) > 1 and bool(key) and any(key in ns for ns in norm_src)
+            if question and not quoted_line and is_fragment(c, key in whole):
                 out[i], best_win[i], fragments[i] = self._support_fragment(c, question, sentences, titles)
                 continue
             # A whole sentence found verbatim is the source's own words; a fragment ("1887")
             # found somewhere proves nothing about the question, so it is always read.
-            verbatim = len(key.split()) > SHORT_CLAIM_WORDS
+            verbatim = len(key.split()) > SHORT_CLAIM_WORDS or quoted_line
             w = term_weights(analyze(c), self.idf)
             for j, wins in enumerate(windows):
                 body = next((key[len(h):] for h in heads[j] if key.startswith(h)), key)
-                if verbatim and len(body.split()) > SHORT_CLAIM_WORDS and body in norm_src[j]:
+                if verbatim and (len(body.split()) > SHORT_CLAIM_WORDS or quoted_line) and body and body in norm_src[j]:
                     out[i, j] = 1.0
-                    best_win[i][j] = next((x for x in wins if body in x.lower()), sources[j])
+                    best_win[i][j] = next((x for x in wins if body in quotation_key(x)), sources[j])
                     continue
                 overlap = [sum(v for t, v in w.items() if t in terms) for terms in win_terms[j]]
                 for k in sorted(range(len(wins)), key=lambda k: -overlap[k])[:WINDOWS_PER_SOURCE]:

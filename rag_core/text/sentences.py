@@ -71,6 +71,34 @@ def _is_abbreviation(text: str, dot: int) -> bool:
     return word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha())
 
 
+_BARE_ITEM = re.compile(r"\s*(?:\d{1,3}[.)]|[-*+•])\s*")
+
+
+def unit_starts(text: str) -> list[int]:
+    """Where the units of an answer begin: its sentences, except that a fenced code block is
+    one unit (a `# comment` or `- x` line inside it starts nothing), a bare list number
+    ("2.") belongs to its item, and a sentence ending with ':' keeps the code block it
+    introduces. The grain at which answers are cited, verified and shown."""
+    fences = [m.start() for m in _FENCE_LINE.finditer(text)]
+    blocks = [(fences[i], fences[i + 1]) for i in range(0, len(fences) - 1, 2)]
+    out: list[int] = []
+    prev = 0
+    for pos in sentence_starts(text):
+        seg = text[prev:pos]
+        if any(a < pos <= b for a, b in blocks):
+            continue
+        if _BARE_ITEM.fullmatch(seg) or (seg.rstrip().endswith(":") and text[pos:pos + 3] in ("```", "~~~")):
+            continue
+        out.append(pos)
+        prev = pos
+    return out
+
+
+def split_units(text: str) -> list[str]:
+    bounds = [0, *unit_starts(text), len(text)]
+    return [s for a, b in zip(bounds, bounds[1:]) if (s := text[a:b].strip())]
+
+
 def split_sentences(text: str) -> list[str]:
     """Text -> its sentences, whitespace-trimmed, empty ones dropped."""
     bounds = [0, *sentence_starts(text), len(text)]
