@@ -79,6 +79,44 @@ def api_keys_section() -> None:
                     st.toast(f"Erased {res['questions']} question(s) and {res['conversations']} conversation(s).")
 
 
+def policy_section(kb) -> None:
+    """The answer policy in force here, in words, and (admins) calibrating it to the model."""
+    p = ws.answer_policy(caller=me, kb_names=[kb.name])
+    with st.expander(f"Answer policy in force: {p['name']}", expanded=False):
+        st.markdown(escape_md(p["summary"]))
+        st.caption(f"Model: {escape_md(p['model'])} · source: {escape_md(p['source'])}"
+                   + (f" · calibrated {escape_md(p['calibrated_at'])}" if p["calibrated_at"] else ""))
+        if p["name"] != "model":
+            st.caption(f"Lines in force: reader evidence before generation ≥ {p['evidence_min']:.2f}, written answer "
+                       f"P(answers) ≥ {p['written_min']:.2f}; offline ≥ {p['offline_min']:.2f}.")
+        if me.admin:
+            calibration_panel()
+
+
+@st.fragment(run_every=2)
+def calibration_panel() -> None:
+    state = ws.calibration_status(caller=me)
+    if state.get("running"):
+        done, total, eta = state.get("done") or 0, state.get("total"), state.get("eta_s")
+        st.progress(done / total if total else 0.0,
+                    text=f"Calibrating: {done} of {total or '?'} questions"
+                    + (f", about {eta / 60:.0f} min left" if eta is not None else ""))
+        return
+    if state.get("error"):
+        st.error(f"Calibration stopped: {escape_md(state['error'])}. Starting again resumes where it stopped.")
+    elif state.get("result"):
+        f = state["result"]["figures"]
+        st.success(f"Calibrated on {f['questions']} questions: answers {f['answerable_correct']:.0%} of the answerable "
+                   f"ones correctly, declines {f['unanswerable_abstained']:.0%} of the others.")
+    quick = st.checkbox("Quick pass (60 questions)", key="calibrate_quick")
+    if st.button("Calibrate for this model", key="calibrate_btn",
+                 help="Runs the shipped calibration set (270 questions, half of them not answered by its documents) "
+                 "through the model in use and fits when to answer. Minutes offline; longer with a local model."):
+        with friendly_errors("Calibrating"):
+            ws.start_calibration(caller=me, limit=60 if quick else None)
+            st.rerun()
+
+
 names = kb_names()
 if not names:
     api_keys_section()
@@ -145,6 +183,17 @@ with st.form(f"edit_{kb.kb_id}"):
         help="0 = off (the default: a manual does not age). Otherwise a passage's relevance is blended with its "
         "document's age: a document this many days older counts up to a quarter less, and never more than half "
         "less, so the newer of two similar passages (two editions of a policy) comes first.")
+    st.subheader("Answering")
+    choices = ["", "auto", "conservative", "model"]
+    policy_names = {"": f"App default ({ws.settings.answer_policy})", "auto": "Auto: calibrated for the model in use",
+                    "conservative": "Conservative: the reader must confirm every answer",
+                    "model": "Model: the language model's own verdict decides"}
+    answer_policy = st.selectbox(
+        "Answer policy", choices, index=choices.index(r.answer_policy if r.answer_policy in choices else ""),
+        format_func=policy_names.get,
+        help="Who decides whether an answer is shown. Offline the reader always decides. With a language model: "
+        "auto uses the policy calibrated for that model (else conservative); model lets a strong model decide, "
+        "with sentences the sources do not support still marked, and answers with no supported sentence withheld.")
     st.subheader("Access")
     if me.is_operator:
         st.caption(":material/info: No sign-in is configured, so in this app you are the operator and see every "
@@ -166,7 +215,7 @@ with st.form(f"edit_{kb.kb_id}"):
                 grounded_only=grounded, retention_days=int(retention),
                 retrieval=RetrievalSettings(top_k=top_k, alpha=alpha, fusion=fusion, rerank=rerank, mmr_lambda=mmr,
                                             score_threshold=threshold, context_tokens=int(budget),
-                                            recency_half_life_days=float(recency)),
+                                            recency_half_life_days=float(recency), answer_policy=answer_policy),
                 owners=[u.strip() for u in owners.split(",") if u.strip()],
                 acl_users=[u.strip() for u in users.split(",") if u.strip()],
                 acl_groups=[g.strip() for g in groups.split(",") if g.strip()],
@@ -175,6 +224,8 @@ with st.form(f"edit_{kb.kb_id}"):
                 st.session_state.settings_kb_renamed = saved.name
                 toast_and_rerun(f"Renamed “{escape_md(kb.name)}” to “{escape_md(saved.name)}” and saved.")
             toast_and_rerun("Saved. Access changes apply at once, to the documents already in it too.")
+
+policy_section(kb)
 
 with st.expander("Preview: how the instructions are assembled"):
     st.code(system_prompt([kb]), language=None)

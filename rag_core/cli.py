@@ -108,6 +108,11 @@ def cmd_kb_update(args) -> int:
             raise GroundworkError("--recency-half-life is a number of days ≥ 0 (0 = off)")
         changes["retrieval"] = replace(ws.get_kb(args.name, caller=caller).retrieval,
                                        recency_half_life_days=args.recency_half_life)
+    if args.answer_policy is not None:
+        from dataclasses import replace
+
+        base = changes.get("retrieval") or ws.get_kb(args.name, caller=caller).retrieval
+        changes["retrieval"] = replace(base, answer_policy="" if args.answer_policy == "default" else args.answer_policy)
     new = ws.update_kb(args.name, caller=caller, **changes)
     _emit(args, _kb_row(new), f"updated knowledge base '{new.name}'")
     return 0
@@ -236,6 +241,35 @@ def cmd_learned(args) -> int:
     else:
         n = ws.revert_feedback(caller=caller, signal_id=args.id, kb_name=args.kb)
         _emit(args, {"reverted": n}, f"{n} record(s) reverted")
+    return 0
+
+
+def cmd_calibrate(args) -> int:
+    """Fit the answer policy to the configured model (admins), or show the one in force."""
+    ws = _workspace(args)
+    caller = _caller(args, ws)
+    if args.show:
+        p = ws.answer_policy(caller=caller)
+        _emit(args, p, f"{p['name']} policy for {p['model']}: {p['summary']}")
+        return 0
+    quiet = getattr(args, "json", False)
+
+    def progress(done: int, total: int, eta: float | None) -> None:
+        if not quiet:
+            left = f", about {eta / 60:.1f} min left" if eta is not None else ""
+            print(f"\r{done}/{total} questions{left}   ", end="", file=sys.stderr, flush=True)
+
+    run = ws.calibrate_answer_policy(caller=caller, limit=args.limit, target=args.target, progress=progress)
+    if not quiet:
+        print(file=sys.stderr)
+    f = run.figures
+    human = (f"calibrated on {run.rows} questions in {run.minutes:.1f} min: evidence_min {run.params['evidence_min']:.2f}, "
+             f"written_min {run.params['written_min']:.2f}; answerable correct {f['answerable_correct']:.1%}, "
+             f"near-miss declined {f['unanswerable_abstained']:.1%}"
+             + ("" if run.target_met else f" (no policy reaches the {f['target']:.0%} target: the most declining one)")
+             + f"\nstored in {run.path}")
+    _emit(args, {"path": str(run.path), "questions": run.rows, "minutes": round(run.minutes, 2),
+                 "params": run.params, "figures": f}, human)
     return 0
 
 
@@ -405,7 +439,7 @@ def cmd_ask(args) -> int:
               + f": {' '.join(c.snippet.split())[:200]}")
     marks = {"supported": "✓", "partial": "~", "unsupported": "✗"}
     print(f"\nsupported {a.grounding_score:.2f} · answers the question {a.answers_question:.2f} · "
-          f"confidence {a.confidence:.2f} · {a.mode} · "
+          f"confidence {a.confidence:.2f} · {a.mode} · decided by {a.decided_by or '?'} ({a.policy} policy) · "
           f"{a.timings_ms.get('total', 0):.0f} ms")
     for c in a.claims:
         print(f"  {marks[c.label]} {c.text[:120]}")
@@ -604,6 +638,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep questions asked here (and their feedback) this many days; 0 = until deleted")
     u.add_argument("--recency-half-life", type=float, default=None, metavar="DAYS",
                    help="prefer newer documents: relevance blended with 0.5^(age/DAYS); 0 = off (the default)")
+    u.add_argument("--answer-policy", default=None, choices=("default", "auto", "conservative", "model"),
+                   help="who decides whether an answer is shown here (default: the app's RAG_ANSWER_POLICY)")
     u.set_defaults(func=cmd_kb_update)
     ls = kb_sub.add_parser("list", help="list the knowledge bases you may see", parents=[common])
     ls.set_defaults(func=cmd_kb_list)
@@ -645,6 +681,14 @@ def build_parser() -> argparse.ArgumentParser:
     dt.add_argument("doc_id")
     dt.add_argument("date", metavar="YYYY-MM-DD")
     dt.set_defaults(func=cmd_date)
+
+    ca = sub.add_parser("calibrate", help="fit the answer policy to the configured model (admins); --show: the policy in force",
+                        parents=[common])
+    ca.add_argument("--limit", type=int, default=None, help="only the first N questions of the calibration set (a quick pass)")
+    ca.add_argument("--target", type=float, default=None,
+                    help="near-miss questions to decline, at least (default RAG_ANSWER_POLICY_TARGET, 0.85)")
+    ca.add_argument("--show", action="store_true", help="print the policy in force and its figures")
+    ca.set_defaults(func=cmd_calibrate)
 
     de = sub.add_parser("delete", help="delete a document", parents=[common])
     de.add_argument("--kb", required=True)

@@ -149,6 +149,9 @@ class Settings(BaseSettings):
     # two reader thresholds above, the gates of every earlier version); "model" = the language
     # model's own verdict decides and the reader only signals. A knowledge base may set its own.
     answer_policy: Literal["auto", "conservative", "model"] = "auto"
+    # Calibration keeps the most right answers among the policies that decline at least this
+    # share of the calibration set's near-miss questions.
+    answer_policy_target: float = Field(default=0.85, ge=0.0, le=1.0)
     reader_threads: int = Field(default=0, ge=0, le=64, description="onnxruntime threads for the reader (0 = default)")
     # CRAG trigger, on answers_question × grounding. 0.5 under the SQuAD-only calibration; the
     # same logit reads 0.68 under the three-domain one (issue 25), so a fully supported answer

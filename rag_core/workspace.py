@@ -3,6 +3,7 @@ embedder and ingestor, created once and reused (the app caches a Workspace per d
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import replace
 from functools import cached_property
@@ -556,6 +557,91 @@ class Workspace:
         """One verified Answer (DESIGN.md §3)."""
         return self.answers.answer(self.answer_request(kb_names, question, history, doc_ids, caller=caller,
                                                        after=after, before=before))
+
+    # ---- the answer policy -------------------------------------------------------------
+    def answer_policy(self, *, caller: Caller, kb_names: list[str] | None = None) -> dict:
+        """The answer policy in force (for these knowledge bases, when given), with its source,
+        date and calibration figures in words: any signed-in caller may read it."""
+        from .generation.policy import merged_choice, policy_for
+
+        kbs = self.resolve_kbs(kb_names, caller=caller) if kb_names else []
+        policy = policy_for(self.settings, merged_choice(kbs))
+        return {**policy.describe(), "setting": self.settings.answer_policy,
+                "mode": "llm" if self.settings.llm_configured else "extractive",
+                "model": self.settings.llm_label if self.settings.llm_configured else "offline reader"}
+
+    def calibrate_answer_policy(self, *, caller: Caller, limit: int | None = None, target: float | None = None,
+                                progress=None, set_path: Path | None = None):
+        """Fit the answer policy to the configured model on the shipped calibration set (admins
+        only: it runs hundreds of questions through the model and changes every answer's rule)."""
+        if not caller.admin:
+            raise PermissionDenied("only an admin may calibrate the answer policy")
+        from .generation.calibrate import KB_NAME, SET_PATH, calibrate
+
+        def open_set(settings, docs, sha):
+            ws = Workspace(settings)
+            op = Caller.operator()  # the calibration folder is the system's own, not a user's
+            marker = Path(settings.data_dir) / "set.sha256"
+            kb = next(iter(ws.appdb.find_kbs(KB_NAME)), None)
+            if kb is None or not marker.exists() or marker.read_text().strip() != sha:
+                if kb is not None:
+                    ws.delete_kb(KB_NAME, caller=op)
+                kb = ws.create_kb(KB_NAME, description="answer-policy calibration set", caller=op)
+                src = Path(settings.data_dir) / "calibration_documents.jsonl"
+                src.write_text("".join(json.dumps({"_id": d["id"], "title": d["title"], "text": d["text"]}) + "\n"
+                                       for d in docs))
+                ws.ingestor.ingest(kb, [src])
+                marker.write_text(sha)
+            return lambda question: ws.ask([KB_NAME], question, caller=op)
+
+        return calibrate(self.settings, open_set, limit=limit, target=target, progress=progress,
+                         set_path=set_path or SET_PATH)
+
+    def start_calibration(self, *, caller: Caller, limit: int | None = None) -> dict:
+        """Calibrate in a background thread (the Knowledge bases page's button): one at a time
+        per workspace; `calibration_status` reports its progress. Admins only."""
+        import threading
+
+        if not caller.admin:
+            raise PermissionDenied("only an admin may calibrate the answer policy")
+        state = self._calibration
+        with self._calibration_lock:
+            if state.get("running"):
+                return dict(state)
+            state.clear()
+            state.update(running=True, done=0, total=None, eta_s=None, error=None, result=None, started=time.time())
+
+        def progress(done, total, eta):
+            state.update(done=done, total=total, eta_s=eta)
+
+        def work():
+            try:
+                run = self.calibrate_answer_policy(caller=caller, limit=limit, progress=progress)
+                state.update(result={"questions": run.rows, "minutes": round(run.minutes, 2), "params": run.params,
+                                     "figures": run.figures})
+            except Exception as exc:  # noqa: BLE001 - shown on the page; the rows so far are kept (resumable)
+                state.update(error=f"{type(exc).__name__}: {exc}")
+            finally:
+                state.update(running=False)
+
+        threading.Thread(target=work, name="calibrate-answer-policy", daemon=True).start()
+        return dict(state)
+
+    def calibration_status(self, *, caller: Caller) -> dict:
+        """The background calibration's progress (admins: they start it)."""
+        if not caller.admin:
+            raise PermissionDenied("only an admin may calibrate the answer policy")
+        return dict(self._calibration)
+
+    @cached_property
+    def _calibration(self) -> dict:
+        return {}
+
+    @cached_property
+    def _calibration_lock(self):
+        import threading
+
+        return threading.Lock()
 
     # ---- scale-out ---------------------------------------------------------------------
     def migrate_to(self, target, progress=None, target_key: str | None = None, restart: bool = False, *,

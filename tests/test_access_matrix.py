@@ -79,6 +79,7 @@ SURFACES = {
     "retriever": ("read", lambda ws, c, t: ws.retriever([t.name], caller=c).invoke("quarterly merger numbers")),
     "answer_request": ("read", lambda ws, c, t: ws.answer_request([t.name], "When does the merger close?", caller=c)),
     "ask": ("read", lambda ws, c, t: ws.ask([t.name], "When does the merger close?", caller=c)),
+    "answer_policy": ("read", lambda ws, c, t: ws.answer_policy(caller=c, kb_names=[t.name])),
     "list_jobs": ("read", lambda ws, c, t: ws.list_jobs(t.name, caller=c)),
     "accessible_document": ("doc", lambda ws, c, t: ws.accessible_document(t.kb_id, t.doc_id, caller=c)),
     "original_bytes": ("doc", lambda ws, c, t: ws.original_bytes(t.kb_id, t.doc_id, caller=c)),
@@ -99,7 +100,7 @@ SURFACES = {
 # Methods scoped to the caller itself (no other party's object named): tested one by one below.
 CALLER_SCOPED = {"list_kbs", "create_kb", "conversations", "feedback_for", "last_kbs", "remember_kbs", "migrate_to",
                  "gap_report", "feedback_signals", "revert_feedback", "delete_my_questions", "export_user_data",
-                 "erase_user_data"}
+                 "erase_user_data", "calibrate_answer_policy", "start_calibration", "calibration_status"}
 # process lifecycle, and retention: it applies each knowledge base's own setting (an owner's
 # choice, made through update_kb), not a caller's request
 NO_IDENTITY = {"close", "start_worker", "purge_expired"}
@@ -250,6 +251,13 @@ def test_caller_scoped_surfaces(world, tmp_path):
             fn()
     with pytest.raises(NotFound):
         ws.revert_feedback(caller=OP, kb_name="Nope")
+    # the answer policy: anyone reads the one in force; only an admin calibrates it
+    assert ws.answer_policy(caller=BOB)["name"] == ws.answer_policy(caller=OP)["name"]
+    for fn in (lambda: ws.calibrate_answer_policy(caller=ALICE, limit=2), lambda: ws.start_calibration(caller=BOB),
+               lambda: ws.calibration_status(caller=CAROL)):
+        with pytest.raises(PermissionDenied):
+            fn()
+    assert ws.calibration_status(caller=OP) == {}
     assert ws.delete_my_questions(caller=BOB) == 0
     assert qid in set(ws.feedback_for(caller=OP).frame()["query_id"])  # Bob's deletion touched only his
     # creating a knowledge base with a hidden one's name succeeds (nothing revealed) and is Bob's
@@ -306,6 +314,7 @@ CLI = {
     ("date",): ("write", ["--kb", "{kb}", "{doc}", "2001-02-03"]),
     ("learned", "list"): ("self", []),  # records of knowledge bases the caller owns (admins: all)
     ("learned", "revert"): ("admin", ["--id", "1"]),
+    ("calibrate",): ("admin", ["--limit", "2"]),  # --show: anyone (the policy in force, no data)
     ("privacy", "forget-mine"): ("self", []),
     ("privacy", "export"): ("self", ["--of", "x", "--out", "{out}"]),  # oneself, or anyone: admins
     ("privacy", "erase"): ("admin", ["--of", "x"]),
@@ -387,6 +396,10 @@ def test_cli_matrix(world, capsys, monkeypatch):
     assert [r["name"] for r in json.loads(out)] == ["Shared"]
     code, _, err = run_cli(capsys, "--data-dir", data, "--user", "bob", "migrate", "--to", "weaviate")
     assert code == 2 and "admin" in err
+    code, _, err = run_cli(capsys, "--data-dir", data, "--user", "bob", "calibrate", "--limit", "2")
+    assert code == 2 and "admin" in err
+    code, out, _ = run_cli(capsys, "--data-dir", data, "--user", "bob", "--json", "calibrate", "--show")
+    assert code == 0 and json.loads(out)["name"] == "conservative" and "Not calibrated" not in out
 
 
 def test_cli_with_no_identity_is_the_operator_unless_auth_is_required(world, capsys, monkeypatch):

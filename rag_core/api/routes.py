@@ -235,6 +235,14 @@ def search(body: SearchRequest, request: Request, p: Principal = READ):
         for x in r.results]}
 
 
+@router.get("/answer-policy", tags=["answers"])
+def answer_policy(request: Request, knowledge_bases: str | None = None, p: Principal = READ):
+    """The answer policy in force (for these comma-separated knowledge bases, when given): who
+    decides whether an answer is shown, and what its calibration measured, in words."""
+    names = [n.strip() for n in (knowledge_bases or "").split(",") if n.strip()]
+    return ws_of(request).answer_policy(caller=p.caller, kb_names=names or None)
+
+
 @router.post("/feedback", tags=["answers"])
 def feedback(body: FeedbackRequest, request: Request, p: Principal = READ):
     fb = ws_of(request).feedback_for(caller=p.caller)

@@ -113,6 +113,7 @@ class PolicyParams:
     source: str = ""  # where the numbers come from, in words
     calibrated_at: str = ""  # ISO date of the calibration, when calibrated
     figures: dict = field(default_factory=dict)  # the calibration's figures at the chosen point
+    mode: str = "llm"  # what answers: "llm" (a model) or "extractive" (the offline reader alone)
 
 
 class AnswerPolicy:
@@ -177,6 +178,10 @@ class AnswerPolicy:
 def summary(p: PolicyParams) -> str:
     """The policy in words a person understands."""
     f = p.figures or {}
+    if p.mode == "extractive" and not f:
+        return ("Offline, the reader decides: an answer is shown when a sentence of your documents answers the "
+                f"question with enough evidence (at least {p.offline_min:.2f}, the shipped line), else the closest "
+                "passages are listed. Run `python -m rag_core calibrate` to fit the line on the calibration set.")
     if "answerable_correct" in f and "unanswerable_abstained" in f:
         a = round(10 * f["answerable_correct"])
         d = round(10 * f["unanswerable_abstained"])
@@ -237,7 +242,8 @@ def policy_for(settings, choice: str | None = None, llm: bool | None = None) -> 
     """The policy in force for these settings. `choice` (a knowledge base's setting) wins over
     `settings.answer_policy`; unknown values read as auto. `llm` as for model_key."""
     name = (choice or settings.answer_policy or "auto").lower()
-    base = dict(offline_min=settings.answer_threshold, correct_below=settings.confidence_threshold)
+    key = model_key(settings, llm)
+    base = dict(offline_min=settings.answer_threshold, correct_below=settings.confidence_threshold, mode=key["mode"])
     conservative = PolicyParams("conservative", settings.answer_threshold, settings.llm_answer_threshold,
                                 source="the conservative gates (shipped thresholds)", **base)
     if name == "conservative":
@@ -245,17 +251,17 @@ def policy_for(settings, choice: str | None = None, llm: bool | None = None) -> 
     if name == "model":
         return AnswerPolicy(PolicyParams("model", 0.0, 0.0, source="the model's own verdict (chosen by an administrator)",
                                          **base))
-    key = model_key(settings, llm)
     cal = load_calibrated(settings.data_dir, key)
     if cal is None:
         return AnswerPolicy(PolicyParams(**{**asdict(conservative),
-                                            "source": "not calibrated for this model: the conservative gates"}))
+                                            "source": "not calibrated for this model: the conservative gates"
+                                            if key["mode"] == "llm" else "the shipped reader line"}))
     p = cal["params"]
     offline = p.get("offline_min", settings.answer_threshold) if key["mode"] == "extractive" else settings.answer_threshold
     return AnswerPolicy(PolicyParams(
         "calibrated", float(p.get("evidence_min", 0.0)), float(p.get("written_min", 0.0)), float(offline),
         settings.confidence_threshold, source=f"calibrated for {key['model']}", calibrated_at=cal.get("date", ""),
-        figures=cal.get("figures", {})))
+        figures=cal.get("figures", {}), mode=key["mode"]))
 
 
 def merged_choice(kbs) -> str | None:

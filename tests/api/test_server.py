@@ -42,12 +42,29 @@ def test_query_answers_with_citations_scores_and_a_query_id(client):
     assert c["source"] == "handbook.md" and c["page"] == 1 and c["chunk_id"] and "25 vacation days" in c["snippet"]
     assert 0.5 <= a["grounding_score"] <= 1 and 0 < a["answers_question"] <= 1 and 0 < a["confidence"] <= 1
     assert a["query_id"] and a["timings_ms"]["total"] > 0 and a["mode"] == "extractive"
+    assert a["decided_by"] == "reader" and a["policy"] and a["signals"]["evidence"] > 0
+
+
+def test_the_answer_policy_in_force_is_readable_with_a_read_key(client):
+    r = client("alice_read").get("/v1/answer-policy")
+    assert r.status_code == 200, r.text
+    p = r.json()
+    assert p["mode"] == "extractive" and p["name"] in ("conservative", "calibrated") and p["summary"]
+    assert p["offline_min"] > 0 and p["setting"] == "auto"
+    assert client("alice_read").get("/v1/answer-policy", params={"knowledge_bases": "handbook"}).status_code == 200
+    # a knowledge base the caller may not see reads like a missing one
+    hidden = client("bob").get("/v1/answer-policy", params={"knowledge_bases": "alice-private"})
+    missing = client("bob").get("/v1/answer-policy", params={"knowledge_bases": "nope"})
+    assert hidden.status_code == missing.status_code == 404
+    assert hidden.json()["error"]["message"].replace("alice-private", "X") == missing.json()["error"]["message"].replace("nope", "X")
+    assert client(None).get("/v1/answer-policy").status_code == 401
 
 
 def test_a_question_the_documents_do_not_answer_abstains_with_closest_passages(client):
     a = client("alice").post("/v1/query", json={"question": "Which airline do staff fly with to Tokyo?",
                                                 "knowledge_bases": ["handbook"]}).json()
     assert a["abstained"] and a["reason"] and a["citations"] == [], a
+    assert a["decided_by"] == "reader" and "0." not in a["reason"].split("(")[0]  # plain words first, figures after
     assert a["closest"] and all(p["source"].endswith(".md") and p["chunk_id"] and p["page"] == 1 for p in a["closest"])
 
 

@@ -1,0 +1,175 @@
+"""Calibrating the answer policy to the model in use (`python -m rag_core calibrate`).
+
+The shipped calibration set (calibration/calibration_set.jsonl: 45 original documents and 270
+questions, half of them near-misses the documents do not answer; DATA_CARD.md) is ingested into
+a knowledge base of its own, in its own folder under the data folder (never among the users'
+knowledge bases), and every question is asked through the real chain with the configured model
+and **no reader veto** (policy `model`, `answer_threshold` 0), so that each question's signals
+are all measured: the reader's evidence, the model's own verdict, the support of what it wrote
+and that text's P(answers). Rows are appended as they come (a stopped run resumes).
+
+The fit then replays every (evidence_min, written_min) pair on those rows: a question is
+answered when the fixed rules let it through (the model did not decline, some sentence is
+supported) and both readings reach their lines. It keeps the pair with the most correct
+answers among those that abstain on at least `target` of the near-misses (default 0.85), and
+saves the frontier (the best correct-answer share at every abstention level). Offline, only the
+reader's evidence line is fitted. The result is stored per model (policy.model_key) and read by
+`policy_for` under `RAG_ANSWER_POLICY=auto`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import string
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .policy import load_calibrated, model_key, policy_path, save_calibrated
+
+SET_PATH = Path(__file__).with_name("calibration") / "calibration_set.jsonl"
+KB_NAME = "answer-policy-calibration"
+GRID = np.round(np.arange(0.0, 1.0001, 0.01), 2)
+KEEP_CORRECT = 0.5  # a chosen policy keeps at least this share of the model's right answers
+
+
+@dataclass
+class CalibrationRun:
+    path: Path  # the stored policy
+    rows: int
+    minutes: float
+    params: dict
+    figures: dict
+    target_met: bool
+
+
+def load_set(path: Path = SET_PATH) -> tuple[list[dict], list[dict], str]:
+    """(documents, questions, sha256 of the file)."""
+    raw = path.read_bytes()
+    docs, qs = [], []
+    for line in raw.decode().splitlines():
+        if line.strip():
+            rec = json.loads(line)
+            (docs if rec["type"] == "doc" else qs).append(rec)
+    return docs, qs, hashlib.sha256(raw).hexdigest()
+
+
+def ordered(questions: list[dict], limit: int | None) -> list[dict]:
+    """Answerable and near-miss questions interleaved, so any first N is balanced."""
+    a = [q for q in questions if q["answerable"]]
+    n = [q for q in questions if not q["answerable"]]
+    out = [x for pair in zip(a, n) for x in pair] + a[len(n):] + n[len(a):]
+    return out[:limit] if limit else out
+
+
+def _norm(s: str) -> str:
+    s = "".join(ch for ch in s.lower() if ch not in set(string.punctuation))
+    return " ".join(re.sub(r"\b(a|an|the)\b", " ", s).split())
+
+
+def row_of(q: dict, answer) -> dict:
+    """One question's signals and whether what was shown is right (an answer holding a gold
+    answer and citing the gold document)."""
+    sig = answer.signals or {}
+    text = _norm(answer.text)
+    cites_gold = any(c.doc_id == q["doc"] for c in answer.citations)
+    correct = (q["answerable"] and not answer.abstained and cites_gold
+               and any(_norm(x) and _norm(x) in text for x in q["answers"]))
+    return {"id": q["id"], "answerable": q["answerable"], "abstained": answer.abstained,
+            "decided_by": answer.decided_by, "evidence": sig.get("evidence", answer.evidence_score),
+            "answers": sig.get("answers"), "correct": bool(correct), "mode": answer.mode}
+
+
+def fit(rows: list[dict], target: float, llm: bool) -> tuple[dict, dict, list[dict], bool]:
+    """(params, figures at the chosen point, frontier, whether the target was met)."""
+    ans = np.array([r["answerable"] for r in rows])
+    correct = np.array([r["correct"] for r in rows])
+    fixed = np.array([r["abstained"] for r in rows])  # declined, unsupported, nothing retrieved
+    ev = np.array([r["evidence"] if r["evidence"] is not None else 0.0 for r in rows], dtype=float)
+    aq = np.array([r["answers"] if r["answers"] is not None else 0.0 for r in rows], dtype=float)
+    n_a, n_u = max(int(ans.sum()), 1), max(int((~ans).sum()), 1)
+    points = []
+    for e in GRID:
+        for w in (GRID if llm else [0.0]):
+            shown = ~fixed & (ev >= e) & ((aq >= w) if llm and w > 0 else True)
+            points.append((float(e), float(w), float((shown & correct & ans).sum() / n_a),
+                           float((~shown & ~ans).sum() / n_u)))
+    # A policy that reaches the target by answering (almost) nothing is no policy: a point must
+    # keep at least KEEP_CORRECT of the right answers the model gives with no reader line. When
+    # none of those reaches the target, the one among them that declines most is kept, and the
+    # figures say the target was not met.
+    floor = KEEP_CORRECT * points[0][2]  # points[0] is (0, 0): no line at all
+    usable = [p for p in points if p[2] >= floor]
+    ok = [p for p in usable if p[3] >= target]
+    met = bool(ok)
+    # most right answers within the target; ties: more abstention, then the lower lines
+    best = (max(ok, key=lambda p: (p[2], p[3], -p[0], -p[1])) if ok
+            else max(usable, key=lambda p: (p[3], p[2], -p[0], -p[1])))
+    frontier, top = [], -1.0
+    for p in sorted(points, key=lambda p: (-p[3], -p[2], p[0], p[1])):
+        if p[2] > top:
+            frontier.append({"evidence_min": p[0], "written_min": p[1], "answerable_correct": round(p[2], 4),
+                             "unanswerable_abstained": round(p[3], 4)})
+            top = p[2]
+    params = {"evidence_min": best[0], "written_min": best[1]} if llm else {"offline_min": best[0], "evidence_min": best[0],
+                                                                          "written_min": 0.0}
+    figures = {"answerable_correct": round(best[2], 4), "unanswerable_abstained": round(best[3], 4),
+               "questions": len(rows), "target": target, "target_met": met}
+    return params, figures, frontier, met
+
+
+def calibrate(settings, open_set: Callable[..., Callable[[str], object]], *, limit: int | None = None,
+              target: float | None = None, progress: Callable[[int, int, float | None], None] | None = None,
+              set_path: Path = SET_PATH) -> CalibrationRun:
+    """Run the calibration set through the configured model and store its policy. Resumes
+    from the rows of an earlier run of the same set for the same model.
+
+    `open_set(settings, docs, sha)` is the caller's (the Workspace's): it returns `ask(question)
+    -> Answer` over a knowledge base holding `docs`, answered under `settings` — the given
+    settings with the calibration folder as data folder and no reader veto."""
+    t0 = time.perf_counter()
+    target = settings.answer_policy_target if target is None else target
+    key = model_key(settings)
+    llm = key["mode"] == "llm"
+    docs, questions, sha = load_set(set_path)
+    todo = ordered(questions, limit)
+    rows_path = policy_path(settings.data_dir, key).with_suffix(".rows.jsonl")
+    rows: dict[str, dict] = {}
+    if rows_path.exists():
+        for line in rows_path.read_text().splitlines():
+            rec = json.loads(line)
+            if rec.get("set") == sha:
+                rows[rec["id"]] = rec
+    left = [q for q in todo if q["id"] not in rows]
+    if progress:
+        progress(len(todo) - len(left), len(todo), None)
+    ask = None
+    if left:
+        work = settings.model_copy(update={"data_dir": Path(settings.data_dir) / "answer_policies" / "set",
+                                           "answer_policy": "model", "answer_threshold": 0.0})
+        ask = open_set(work, docs, sha)
+    rows_path.parent.mkdir(parents=True, exist_ok=True)
+    started, done0 = time.perf_counter(), len(todo) - len(left)
+    with rows_path.open("a") as fh:
+        for i, q in enumerate(left, 1):
+            rec = {**row_of(q, ask(q["question"])), "set": sha}
+            rows[q["id"]] = rec
+            fh.write(json.dumps(rec) + "\n")
+            fh.flush()
+            if progress:
+                progress(done0 + i, len(todo), (time.perf_counter() - started) / i * (len(left) - i))
+    chosen = [rows[q["id"]] for q in todo]
+    params, figures, frontier, met = fit(chosen, target, llm)
+    path = save_calibrated(settings.data_dir, key, params, figures, frontier,
+                           {"set_sha256": sha, "limit": limit, "minutes": round((time.perf_counter() - t0) / 60, 2)})
+    return CalibrationRun(path, len(chosen), (time.perf_counter() - t0) / 60, params, figures, met)
+
+
+def stored(settings) -> dict | None:
+    """The stored calibration for the model in use, if any."""
+    return load_calibrated(settings.data_dir, model_key(settings))

@@ -1,0 +1,140 @@
+"""The answer policy over scripted signals: every decision, and the rule named as decided_by."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rag_core.config import get_settings
+from rag_core.generation import policy as P
+from rag_core.generation.calibrate import fit
+from rag_core.generation.policy import AnswerPolicy, PolicyParams, Signals, merged_choice, policy_for
+from rag_core.models import KnowledgeBase, RetrievalSettings
+
+CONSERVATIVE = AnswerPolicy(PolicyParams("conservative", 0.16, 0.50, offline_min=0.16, correct_below=0.68))
+MODEL = AnswerPolicy(PolicyParams("model", 0.0, 0.0, offline_min=0.16, correct_below=0.68))
+
+
+def test_nothing_retrieved_is_decided_by_retrieval():
+    d = MODEL.before_generation(Signals("llm", passages=0))
+    assert d.abstain and d.decided_by == P.RETRIEVAL
+
+
+def test_offline_the_reader_judges_under_every_policy():
+    for policy in (CONSERVATIVE, MODEL):
+        low = policy.before_generation(Signals("extractive", passages=3, evidence=0.10))
+        assert low.abstain and low.decided_by == P.READER and "0.10" in low.detail and "0.10" not in low.reason
+        assert not policy.before_generation(Signals("extractive", passages=3, evidence=0.30)).abstain
+
+
+def test_the_reader_vetoes_a_model_only_where_the_policy_says_so():
+    weak = Signals("llm", passages=4, evidence=0.05)
+    assert CONSERVATIVE.before_generation(weak).decided_by == P.READER
+    assert not MODEL.before_generation(weak).abstain
+    written = Signals("llm", passages=4, evidence=0.05, labels=("supported",), answers=0.2)
+    assert CONSERVATIVE.after_generation(written).decided_by == P.WRITTEN
+    shown = MODEL.after_generation(written)
+    assert shown.action == "answer" and shown.decided_by == P.MODEL
+
+
+def test_the_models_own_verdict_decides():
+    assert MODEL.before_generation(Signals("llm", passages=4, relevance=False)).decided_by == P.RELEVANCE
+    d = MODEL.after_generation(Signals("llm", passages=4, declined=True))
+    assert d.abstain and d.decided_by == P.DECLINED
+
+
+def test_an_answer_with_no_supported_sentence_is_never_shown():
+    for policy in (CONSERVATIVE, MODEL):
+        d = policy.after_generation(Signals("llm", passages=4, labels=("unsupported", "partial"), answers=0.9))
+        assert d.abstain and d.decided_by == P.VERIFICATION
+    flagged = MODEL.after_generation(Signals("llm", passages=4, labels=("supported", "unsupported"), answers=0.9))
+    assert flagged.action == "flag" and flagged.decided_by == P.MODEL
+
+
+def test_grounded_only_and_lookups():
+    d = MODEL.after_generation(Signals("llm", passages=4, labels=("unsupported",), grounded_only=True, kept=0))
+    assert d.abstain and d.decided_by == P.GROUNDED
+    assert MODEL.after_generation(Signals("llm", passages=4, lookup=True, labels=("unsupported",))).decided_by == P.LOOKUP
+    assert CONSERVATIVE.before_generation(Signals("llm", passages=2, lookup=True, evidence=0.0)).action == "proceed"
+
+
+def test_an_uncalibrated_model_runs_the_conservative_gates_and_says_so(tmp_path):
+    s = get_settings(tmp_path, openai_base_url="http://127.0.0.1:9/v1", llm_model="m")
+    p = policy_for(s)
+    assert p.name == "conservative" and "not calibrated" in p.params.source
+    assert (p.params.evidence_min, p.params.written_min) == (s.answer_threshold, s.llm_answer_threshold)
+    assert "Not calibrated" in p.describe()["summary"]
+    assert policy_for(s, "model").params.evidence_min == 0.0
+
+
+def test_a_stored_calibration_is_the_models_own(tmp_path):
+    s = get_settings(tmp_path, openai_base_url="http://127.0.0.1:9/v1", llm_model="m")
+    key = P.model_key(s)
+    P.save_calibrated(tmp_path, key, {"evidence_min": 0.0, "written_min": 0.3},
+                      {"answerable_correct": 0.8, "unanswerable_abstained": 0.9, "questions": 270}, [], {})
+    p = policy_for(s)
+    assert p.name == "calibrated" and p.params.written_min == 0.3 and p.params.evidence_min == 0.0
+    assert "8 of 10" in p.describe()["summary"] and "9 of 10" in p.describe()["summary"]
+    # another model, or the same name at another endpoint, is not calibrated by it
+    other = get_settings(tmp_path, openai_base_url="http://127.0.0.1:10/v1", llm_model="m")
+    assert policy_for(other).name == "conservative"
+    assert policy_for(s, "conservative").name == "conservative"  # a knowledge base's choice wins
+
+
+def test_knowledge_bases_that_disagree_get_the_conservative_policy():
+    kb = lambda p: KnowledgeBase(kb_id=p or "x", name=p or "x", retrieval=RetrievalSettings(answer_policy=p))  # noqa: E731
+    assert merged_choice([kb(""), kb("")]) is None
+    assert merged_choice([kb("model"), kb("")]) == "model"
+    assert merged_choice([kb("model"), kb("auto")]) == "conservative"
+
+
+def _rows(spec):
+    return [{"answerable": a, "correct": c, "abstained": ab, "evidence": e, "answers": w}
+            for a, c, ab, e, w in spec]
+
+
+def test_the_fit_keeps_right_answers_a_veto_would_cost():
+    # a model that declines near-misses by itself: no reader line gains anything, so none is set
+    rows = _rows([(True, True, False, 0.05, 0.3)] * 8 + [(True, False, False, 0.5, 0.6)] * 2
+                 + [(False, False, True, 0.3, 0.0)] * 9 + [(False, False, False, 0.4, 0.7)])
+    params, fig, frontier, met = fit(rows, 0.85, llm=True)
+    assert met and params == {"evidence_min": 0.0, "written_min": 0.0}
+    assert fig["answerable_correct"] == 0.8 and fig["unanswerable_abstained"] == 0.9
+    assert frontier[0]["unanswerable_abstained"] == 1.0 and all(
+        a["answerable_correct"] < b["answerable_correct"] for a, b in zip(frontier, frontier[1:]))
+
+
+def test_the_fit_sets_a_line_where_the_model_answers_near_misses():
+    # a model that never declines: the written answer's P(answers) separates, so that line is set
+    rows = _rows([(True, True, False, 0.3, 0.8)] * 10 + [(False, False, False, 0.3, 0.2)] * 10)
+    params, fig, _, met = fit(rows, 0.85, llm=True)
+    assert met and 0.2 < params["written_min"] <= 0.8 and fig["answerable_correct"] == 1.0
+    assert fig["unanswerable_abstained"] == 1.0
+
+
+def test_the_fit_says_when_no_policy_reaches_the_target():
+    rows = _rows([(True, True, False, 0.5, 0.5)] * 5 + [(False, False, False, 0.5, 0.5)] * 5)
+    _, fig, _, met = fit(rows, 0.85, llm=True)
+    # declining every near-miss here means answering nothing: that is not chosen, and it says so
+    assert not met and fig["target_met"] is False and fig["answerable_correct"] == 1.0
+
+
+def test_the_shipped_calibration_set_is_train_side_and_small():
+    from rag_core.generation.calibrate import SET_PATH, load_set
+
+    docs, qs, _ = load_set()
+    assert SET_PATH.stat().st_size <= 1_000_000 and len(docs) >= 40
+    ans = [q for q in qs if q["answerable"]]
+    assert len(ans) * 2 == len(qs)
+    text = {d["id"]: d["text"] for d in docs}
+    assert all(q["evidence"] in text[q["doc"]] and all(a in q["evidence"] for a in q["answers"]) for q in ans)
+    bench = (SET_PATH.parents[3] / "benchmarks" / "data")
+    for f in bench.glob("*.jsonl"):  # no benchmark question is a calibration question
+        asked = {json.loads(x).get("question") for x in f.read_text().splitlines() if x.strip()}
+        assert not asked & {q["question"] for q in qs}
+
+
+@pytest.mark.parametrize("name", P.POLICIES)
+def test_every_policy_name_is_a_setting(tmp_path, name):
+    assert get_settings(tmp_path, answer_policy=name).answer_policy == name
