@@ -59,6 +59,8 @@ def written_aq(a) -> float | None:
     "I don't know", the relevance check)."""
     if not a.abstained:
         return a.answers_question if a.mode == "llm" else None
+    if a.signals.get("answers") is not None and a.decided_by in ("written_answer_check", "verification"):
+        return float(a.signals["answers"])  # the answer policy records what it read
     m = re.search(r"written answer does not answer the question \(best ([\d.]+)", a.reason or "")
     return float(m.group(1)) if m else None
 

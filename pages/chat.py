@@ -18,7 +18,7 @@ from rag_core.errors import GroundworkError
 from rag_core.feedback import REASONS
 from rag_core.models import conflict_note
 from rag_core.models import Answer, Citation
-from rag_core.render import answer_markdown, escape_md, marker_text, plain_answer, timing_markdown
+from rag_core.render import CLOSEST_HEADING, answer_markdown, escape_md, marker_text, plain_answer, timing_markdown
 
 ws = workspace()
 me = caller()
@@ -259,6 +259,10 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
     if answer.abstained:
         st.info(escape_md(answer.text))
         st.caption("Why: " + escape_md(answer.reason))
+        if answer.signals.get("detail") or answer.decided_by:
+            with st.expander("Details"):
+                st.caption(escape_md(f"Decided by: {answer.decided_by} ({answer.policy} policy). "
+                                     + answer.signals.get("detail", "")))
         if answer.below_threshold:
             st.caption(f":material/filter_alt: The knowledge base's *Minimum relevance* setting dropped "
                        f"{answer.below_threshold} passage(s) before answering: lower it on the Knowledge bases "
@@ -268,7 +272,7 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
         if answer.closest:
             # Not an answer: plain passages under a heading that says so, never styled as one
             # (no scores, no markers), each openable in the page viewer to judge for oneself.
-            with st.expander("These passages mention your topic but do not answer it", expanded=True,
+            with st.expander(CLOSEST_HEADING, expanded=True,
                              icon=":material/find_in_page:"):
                 for c in answer.closest:
                     st.markdown(f"> {escape_md(' '.join(c.snippet.split())[:400])}")

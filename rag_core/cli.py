@@ -423,7 +423,9 @@ def cmd_ask(args) -> int:
     if a.abstained:
         print(f"\nreason: {a.reason}")
         if a.closest:
-            print("\nThese passages mention your topic but do not answer it:")
+            from .render import CLOSEST_HEADING
+
+            print(f"\n{CLOSEST_HEADING}:")
             for c in a.closest:
                 print(f"  ({c.n}) {c.source}, page {c.page}: {' '.join(c.snippet.split())[:200]}")
         for s in a.suggestions:

@@ -78,6 +78,11 @@ def _md_with_code(text: str) -> str:
     return " ".join(out)
 
 
+# The one heading over an abstention's closest passages (chat page, CLI, OpenAI-compatible API):
+# the system could not confirm an answer in them, which is not the same as there being none.
+CLOSEST_HEADING = "No answer could be confirmed in these passages, the closest ones found. Check them yourself"
+
+
 LABEL_COLOR = {"supported": "", "partial": "orange", "unsupported": "red"}
 
 

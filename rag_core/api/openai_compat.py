@@ -31,6 +31,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..models import Answer
+from ..render import CLOSEST_HEADING as CLOSEST_TITLE
 from ..schemas import AnswerOut
 from . import answering
 from .auth import Principal
@@ -39,7 +40,7 @@ from .routes import READ, ApiError, ws_of
 
 PREFIX = "groundwork/"
 SOURCES_HEADING = "\n\nSources:\n"
-CLOSEST_HEADING = "\n\nThese passages mention your topic but do not answer it:\n"
+CLOSEST_HEADING = f"\n\n{CLOSEST_TITLE}:\n"
 router = APIRouter(prefix="/v1", tags=["OpenAI-compatible"])
 
 

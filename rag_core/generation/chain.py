@@ -572,7 +572,7 @@ class AnswerEngine:
 
     def _abstain(self, ctx: Context, decision: Decision, sig: Signals | None = None) -> Answer:
         turn = ctx.turn
-        reason = decision.why()
+        reason = decision.reason  # plain words; the figures go with the signals (JSON, details)
         terms = [t for t in key_terms(turn.standalone or turn.req.question) if "'" not in t and t not in _TIP_NOISE]
         suggestions = [
             "Check that the right knowledge bases are selected.",
@@ -586,7 +586,7 @@ class AnswerEngine:
             standalone_question=turn.standalone, below_threshold=ctx.below_threshold,
             closest=closest_passages(ctx.sources, ctx.reading, self.settings.closest_passages),
             decided_by=decision.decided_by, policy=ctx.policy.name if ctx.policy else "",
-            signals=_signal_record(sig or self._signals(ctx)),
+            signals={**_signal_record(sig or self._signals(ctx)), **({"detail": decision.detail} if decision.detail else {})},
         )
 
     def _history(self, req: AnswerRequest) -> list:

@@ -31,7 +31,8 @@ class JsonlTracer(BaseCallbackHandler):
         self._lock = threading.Lock()
         self._start: dict[UUID, float] = {}
 
-    def _write(self, event: str, kind: str, run_id: UUID, parent_run_id: UUID | None, name: str | None = None) -> None:
+    def _write(self, event: str, kind: str, run_id: UUID, parent_run_id: UUID | None, name: str | None = None,
+               **extra: Any) -> None:
         now = time.perf_counter()
         row: dict[str, Any] = {"event": event, "kind": kind, "run_id": str(run_id),
                                "parent_run_id": str(parent_run_id) if parent_run_id else None}
@@ -40,6 +41,7 @@ class JsonlTracer(BaseCallbackHandler):
             row["name"] = name
         else:
             row["ms"] = round((now - self._start.pop(run_id, now)) * 1000, 2)
+        row.update(extra)
         with self._lock, self.path.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(row) + "\n")
 
@@ -51,7 +53,7 @@ class JsonlTracer(BaseCallbackHandler):
         self._write("start", "chain", run_id, parent_run_id, self._name(serialized, kw))
 
     def on_chain_end(self, outputs, *, run_id, parent_run_id=None, **kw):
-        self._write("end", "chain", run_id, parent_run_id)
+        self._write("end", "chain", run_id, parent_run_id, **_decision(outputs))
 
     def on_chain_error(self, error, *, run_id, parent_run_id=None, **kw):
         self._write("error", "chain", run_id, parent_run_id)
@@ -70,6 +72,18 @@ class JsonlTracer(BaseCallbackHandler):
 
     def on_llm_error(self, error, *, run_id, parent_run_id=None, **kw):
         self._write("error", "chat_model", run_id, parent_run_id)
+
+
+def _decision(outputs) -> dict:
+    """The answer policy's rule, where a step's output carries one (the gate's Context, the
+    final answer): names only, no text."""
+    answer = getattr(outputs, "answer", None)
+    if answer is not None and getattr(answer, "decided_by", ""):
+        return {"decided_by": answer.decided_by, "policy": answer.policy, "abstained": answer.abstained}
+    decision = getattr(outputs, "decision", None)
+    if decision is not None:
+        return {"decided_by": decision.decided_by, "action": decision.action}
+    return {}
 
 
 def make_callbacks(trace: str | None) -> list[BaseCallbackHandler]:

@@ -100,7 +100,8 @@ def test_a_near_miss_question_the_documents_do_not_answer_abstains(ws):
     # paris.md is about capitals and says nothing of Germany's
     a = ws.ask(["facts"], "What is the capital of Germany?", caller=OP)
     assert a.abstained and a.text == ABSTAIN_TEXT
-    assert a.decided_by == "reader" and "could be confirmed" in a.reason
+    assert a.decided_by == "reader" and "could be confirmed" in a.reason and "0." not in a.reason
+    assert f"{a.evidence_score:.2f}" in a.signals["detail"]  # the figures: JSON and the details expander
     assert a.evidence_score < ws.settings.answer_threshold
     b = ws.ask(["facts"], "When is the green container emptied?", caller=OP)
     assert not b.abstained and "Tuesday" in b.text
@@ -129,7 +130,7 @@ def test_a_written_answer_is_held_to_the_llm_answer_threshold(ws):
     # the same answer, with the bar above its P(answers): withheld, the reason says by how much
     b = engine_with(ws, FakeListChatModel(responses=[right]), llm_answer_threshold=min(1.0, a.answers_question + 0.01)).answer(
         ws.answer_request(["facts"], "What is the capital of France?", caller=OP))
-    assert b.abstained and f"written answer {a.answers_question:.2f}" in b.reason
+    assert b.abstained and f"written answer {a.answers_question:.2f}" in b.signals["detail"]
 
 
 def test_uncited_sentences_get_their_supporting_passage(ws):
@@ -327,6 +328,12 @@ def test_the_chain_is_traced_step_by_step(ws, tmp_path):
     steps = traced_steps(trace)
     assert set(steps) >= CHAIN_STEPS and steps[0] == "groundwork_answer"
     assert steps.index("condense") < steps.index("GroundworkRetriever") < steps.index("gate") < steps.index("verify")
+    # the answer policy's rule is in the trace: the gate's decision and the answer's
+    import json
+
+    rows = [json.loads(x) for x in trace.read_text().splitlines()]
+    decided = [r["decided_by"] for r in rows if r["event"] == "end" and "decided_by" in r]
+    assert decided and set(decided) == {"reader"} and a.decided_by == "reader"
     # LLM mode: the prompt, the chat model and the parser run inside "generate"
     chat = FakeListChatModel(responses=["Paris is the capital of France [1]."])
     trace2 = tmp_path / "trace2.jsonl"
