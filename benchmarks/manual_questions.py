@@ -51,7 +51,7 @@ import json
 import platform
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -159,6 +159,11 @@ def _figures(rows: list[dict]) -> dict:
         "gold_top10_all": _rate([{"ok": r["gold_top10"]} for r in ans]),
         "gold_top30_all": _rate([{"ok": r["gold_top30"]} for r in ans]),
         "latency_ms_p50": round(percentile(lat, 50), 1), "latency_ms_p95": round(percentile(lat, 95), 1),
+        # issue 39: the answering passage shown first (answer or first closest passage), and the
+        # share of shown answers that read Supported 100%
+        "answering_passage_first": _rate([{"ok": r.get("shown_first", False)} for r in ans]),
+        "supported_100_of_answered": _rate([{"ok": r.get("grounding") == 1.0} for r in rows if not r["abstained"]]),
+        "decided_by": dict(sorted(Counter(r.get("decided_by") or "?" for r in rows).items())),
     }
 
 
@@ -208,6 +213,13 @@ def run_v2(args) -> None:
                  for c in ws.store.get_chunks([c.chunk_id for c in a.citations])}
         gold_in_cited_span = any(c.chunk_id in spans and is_gold(c.source, *spans[c.chunk_id]) for c in a.citations)
         text_ok = any(_norm(e) in _norm(a.text) for e in q["expect"])
+        # Issue 39: the passage that answers shown first — the answer's first citation, or on an
+        # abstention the first closest passage: a passage of a gold page holding an expect phrase.
+        first = (a.citations or a.closest or [None])[0]
+        first_chunk = next(iter(ws.store.get_chunks([first.chunk_id])), None) if first else None
+        shown_first = bool(first_chunk is not None and is_gold(first_chunk.source, first_chunk.page_start,
+                                                              first_chunk.page_end)
+                           and any(_norm(e) in _norm(first_chunk.text) for e in q["expect"]))
         row = {"id": q["id"], "manual": q["manual"], "program": q["program"], "kind": q["kind"],
                "answerable": q["answerable"]}
         if q["answerable"]:
@@ -220,6 +232,8 @@ def run_v2(args) -> None:
             "abstained": a.abstained, "gold_cited": gold_cited, "gold_in_cited_span": gold_in_cited_span,
             "gold_top10": any(r <= 10 for r in gold_ranks), "gold_top30": bool(gold_ranks),
             "gold_rank": gold_ranks[0] if gold_ranks else None,
+            "shown_first": shown_first, "grounding": a.grounding_score, "decided_by": a.decided_by,
+            "policy": a.policy,
             "miss": None, "answers_question": a.answers_question, "evidence": a.evidence_score,
             "confidence": a.confidence, "mode": a.mode, "latency_ms": round(sum(lat) / len(lat), 1),
             "cited": [f"{c.source}:{c.page}" for c in a.citations][:5],
