@@ -496,6 +496,10 @@ def test_pages_show_a_reader_nothing_to_change_and_nobody_else_s_uploads(app_wor
     assert next(b for b in at.button if b.label == "Save").disabled
     assert next(b for b in at.button if b.label == "Delete knowledge base").disabled
     assert all(c.disabled for c in at.checkbox if c.label.startswith("Yes, delete"))
+    # the answer policy in force is shown to a reader, in words; calibrating it is an admin's
+    assert any(e.label.startswith("Answer policy in force:") for e in at.expander)
+    assert any("reader decides" in m.value for m in at.markdown)
+    assert not [b for b in at.button if b.label == "Calibrate for this model"]
 
 
 def test_pages_let_the_owner_write_and_see_her_uploads(app_world, monkeypatch):

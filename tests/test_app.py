@@ -567,3 +567,24 @@ def test_a_large_knowledge_base_lists_a_page_of_documents_and_finds_the_rest(dat
     assert any("Showing 50 of 120 documents" in c.value for c in at.caption)
     next(t for t in at.text_input if t.label == "Find a document").set_value("Bulletin 117").run()
     assert len(at.date_input) == 1
+
+
+def test_the_knowledge_bases_page_shows_the_answer_policy_and_lets_an_admin_calibrate(data_dir, tmp_path):
+    seed(data_dir, tmp_path)
+    at = app().run()
+    at.switch_page("pages/knowledge_bases.py").run()  # the local operator is an admin
+    assert not at.exception
+    assert any(e.label == "Answer policy in force: conservative" for e in at.expander)
+    assert any("the reader decides" in m.value for m in at.markdown)
+    assert [b for b in at.button if b.label == "Calibrate for this model"]
+    policy = next(s for s in at.selectbox if s.label == "Answer policy")
+    assert policy.value == "" and "Model: the language model's own verdict decides" in policy.options
+    policy.set_value("model")
+    next(b for b in at.button if b.label == "Save").click().run()
+    assert not at.exception
+    ws = Workspace(get_settings(data_dir))
+    try:
+        kb = ws.list_kbs(caller=Caller.operator())[0]
+        assert kb.retrieval.answer_policy == "model"
+    finally:
+        ws.close()
