@@ -462,7 +462,7 @@ class AnswerEngine:
             return
         turn = _timed(turn, verify=_ms(t), total=_ms(turn.t0))
         reading = ctx.reading
-        self._place_pages(res.citations, sources)
+        self._place_pages(res.citations, sources, claims, highlight)
         shown = [conflict_record(cf, sources, res.mapping) for cf in conflicts]
         yield AnswerEvent("answer", answer=Answer(
             question=turn.req.question, text=res.text, citations=res.citations, claims=claims,
@@ -515,15 +515,21 @@ class AnswerEngine:
             cf.rival = new_index.get(cf.rival, cf.rival)
         return found, sources + [pool[i] for i in need]
 
-    def _place_pages(self, citations: list[Citation], sources: list[ScoredChunk]) -> None:
+    def _place_pages(self, citations: list[Citation], sources: list[ScoredChunk], claims: list[Claim],
+                     highlight: str = "") -> None:
+        """A citation of a passage that crosses a page break names the page of the words it is
+        cited for: the sentences that cite it (offline: the highlighted sentence, the one that
+        answers), not the page holding most of the passage."""
         if self.locate_page is None:
             return
         by_id = {s.chunk.chunk_id: s.chunk for s in sources}
         for c in citations:
             ch = by_id.get(c.chunk_id)
             if ch is not None and ch.page_end > ch.page_start:
+                words = highlight if highlight and len(citations) == 1 else " ".join(
+                    cl.text for cl in claims if c.n in cl.cited)
                 try:
-                    c.page = int(self.locate_page(ch.kb_id, ch.doc_id, ch.page_start, ch.page_end, c.snippet))
+                    c.page = int(self.locate_page(ch.kb_id, ch.doc_id, ch.page_start, ch.page_end, words or c.snippet))
                 except Exception:  # noqa: BLE001 - the file may be gone or unreadable: keep the first page
                     log.debug("page lookup failed for %s", c.chunk_id, exc_info=True)
 
