@@ -10,6 +10,8 @@ harness, not a product feature.
     # the 110 manual questions (benchmarks/data/manual_questions_v2.jsonl; PDFs: see the top
     # of benchmarks/manual_questions.py, unpacked under /tmp/manuals/usr)
     python benchmarks/perfect_reader.py --set manuals --pdfs /tmp/manuals/usr --data-dir /tmp/gw-oracle-manuals --gates shipped
+    # the oracle calibrated on the shipped calibration set first, then run under `auto` (its policy)
+    python benchmarks/perfect_reader.py --set manuals --pdfs /tmp/manuals/usr --data-dir /tmp/gw-oracle-manuals --calibrate
     # an answer policy (rag_core/generation/policy.py): --policy auto|conservative|model
     python benchmarks/perfect_reader.py --set squad --data-dir /tmp/gw-oracle-squad --policy model
 
@@ -232,6 +234,22 @@ def run(args) -> dict:
         for it in items:
             if it["gold"] is not None:
                 golds.setdefault(qnorm(it["question"]), it["gold"])
+        calibration = None
+        if args.calibrate:
+            # The oracle calibrated like any model: it knows the calibration set's golds too, and
+            # the policy fitted on it (train side) is the one `auto` then applies to the test set.
+            from rag_core.generation.calibrate import load_set
+
+            _, cal_qs, _ = load_set()
+            srv.set_golds({**golds, **{qnorm(q["question"]): Gold(evidence=[q["evidence"]], answers=q["answers"])
+                                       for q in cal_qs if q["answerable"]}})
+            t = time.perf_counter()
+            run = ws.calibrate_answer_policy(caller=caller)
+            calibration = {"questions": run.rows, "minutes": round((time.perf_counter() - t) / 60, 2),
+                           "params": run.params, "figures": run.figures}
+            print(json.dumps({"calibration": calibration}), flush=True)
+            srv.calls.clear()
+            srv.log.clear()
         srv.set_golds(golds)
         ws.ask([kb], "warm-up question", caller=caller)  # model loads are not a question's latency
         rows = []
@@ -277,9 +295,11 @@ def run(args) -> dict:
             print(json.dumps({k: row.get(k) for k in ("id", "label", "correct", "abstained", "decided_by", "loss",
                                                         "latency_ms")}), flush=True)
         summary = summarise(args, settings, rows, srv)
+        summary["calibration"] = calibration
         ws.close()
     OUT.mkdir(exist_ok=True)
-    stem = f"perfect_reader_{args.set}_{args.gates}" + (f"_{args.policy}" if args.policy else "")
+    stem = (f"perfect_reader_{args.set}_{args.gates}" + (f"_{args.policy}" if args.policy else "")
+            + ("_calibrated" if args.calibrate else ""))
     (OUT / f"{stem}.json").write_text(json.dumps(summary, indent=2) + "\n")
     with (OUT / f"{stem}_rows.jsonl").open("w") as fh:
         for r in rows:
@@ -335,6 +355,8 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0, help="only the first LIMIT of each kind")
     ap.add_argument("--gates", choices=("off", "shipped", "all"), default="shipped")
     ap.add_argument("--policy", default=None, help="answer_policy setting: auto | conservative | model")
+    ap.add_argument("--calibrate", action="store_true",
+                    help="calibrate the oracle on the shipped calibration set first (then run under that policy)")
     ap.add_argument("--mode", default="perfect", help="the oracle's mode (benchmarks/oracle_llm.py MODES)")
     run(ap.parse_args())
 
