@@ -11,8 +11,11 @@ and that text's P(answers). Rows are appended as they come (a stopped run resume
 The fit then replays every (evidence_min, written_min) pair on those rows: a question is
 answered when the fixed rules let it through (the model did not decline, some sentence is
 supported) and both readings reach their lines. It keeps the pair with the most correct
-answers among those that abstain on at least `target` of the near-misses (default 0.85), and
-saves the frontier (the best correct-answer share at every abstention level). Offline, only the
+answers among those that abstain on at least `target` of the near-misses (default 0.85) while
+keeping at least half of the right answers the model gives with no line (a line that reaches
+the target only by answering almost nothing is not a policy: then the usable pair that
+abstains most is kept, and `target_met` is false), and saves the frontier (the best
+correct-answer share at every abstention level). Offline, only the
 reader's evidence line is fitted. The result is stored per model (policy.model_key) and read by
 `policy_for` under `RAG_ANSWER_POLICY=auto`.
 """

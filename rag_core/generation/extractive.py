@@ -25,7 +25,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..text.sentences import sentence_starts, split_sentences, unit_starts
+from ..text.sentences import split_sentences, unit_starts
 from ..models import ScoredChunk
 from ..reader import answer_input
 from ..text.analysis import analyze, term_weights
@@ -209,7 +209,7 @@ def _term_before(segs: list[str], k: int) -> int | None:
 
 def cite(sentence: str, n: int) -> str:
     """The sentence with its marker [n] before its closing punctuation."""
-    m = re.match(r"(.*?)([.!?…]+[\"'”’)]*)$", sentence)
+    m = re.match(r"(.*?)([.!?…]+[\"'”’)]*)$", sentence, re.S)
     return f"{m.group(1)} [{n}]{m.group(2)}" if m else f"{sentence} [{n}]"
 
 
@@ -327,6 +327,11 @@ def _blocks(text: str) -> list[str]:
     return [b for _, b in out if b]
 
 
+def _ending(span: str, last: str) -> str:
+    """A span ending as a sentence: a full stop added unless it ends with one or with code."""
+    return span if re.search(r"[.!?…][\"'”’)]*$", span) or _is_code(last) or last.rstrip().endswith("```") else span + "."
+
+
 def cite_each(text: str, n: int) -> str:
     """Every sentence of a copied passage with its marker, its lines kept (a list stays a list,
     a code block a block): each sentence is a claim the verifier matches against the source,
@@ -353,13 +358,15 @@ def answer_passage(text: str, k: int) -> str | None:
     for block in _blocks(text):
         if target not in " ".join(block.split()):
             continue
-        bounds = [0, *sentence_starts(block), len(block)]
+        bounds = [0, *unit_starts(block), len(block)]
         parts = [block[a:b] for a, b in zip(bounds, bounds[1:])]
         flat = [" ".join(x.split()) for x in parts]
         at = next((i for i, x in enumerate(flat) if x and (target in x or x in target)), None)
         if at is None:
             return None
         size = lambda lo, hi: len(" ".join(flat[lo:hi + 1]))  # noqa: E731
+        if size(0, len(parts) - 1) <= MAX_PASSAGE_CHARS:  # the whole paragraph, list or block
+            return _ending(block.strip(), flat[-1])
         lo = hi = at
         # the sentence before names what this one calls "it", or states the figure it refers
         # to; what follows completes a procedure
@@ -369,6 +376,5 @@ def answer_passage(text: str, k: int) -> str | None:
             hi += 1
         if size(lo, hi) > MAX_PASSAGE_CHARS:
             return None
-        span = "".join(parts[lo:hi + 1]).strip()
-        return span if re.search(r"[.!?…][\"'”’)]*$", span) or _is_code(flat[hi]) else span + "."
+        return _ending("".join(parts[lo:hi + 1]).strip(), flat[hi])
     return None
