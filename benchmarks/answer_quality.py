@@ -133,7 +133,14 @@ def answers(ws: Workspace, split: str, n: int | None, choose: bool) -> None:
                 chunk = ws.store.get_chunks([c.chunk_id])
                 if not citation_valid(c, chunk[0] if chunk else None):
                     invalid += 1
+            # the passage shown first (the answer's first citation; on an abstention the first
+            # closest passage, which is the same passage: both rank by the reader's best sentence)
+            first = (a.citations or a.closest or [None])[0]
+            first_chunk = ws.store.get_chunks([first.chunk_id]) if first else []
+            first_ok = bool(golds and first_chunk and first.doc_id == gold_doc
+                            and any(norm(g) in norm(first_chunk[0].text) for g in golds))
             rows.append({"id": qid, "label": label, "evidence": a.evidence_score, "abstained": a.abstained,
+                         "first_ok": first_ok, "decided_by": getattr(a, "decided_by", ""),
                          "correct": ok_text and ok_cite, "text_ok": ok_text, "cite_ok": ok_cite,
                          "grounding": a.grounding_score, "answers_question": a.answers_question,
                          "confidence": a.confidence, "ms": lat[-1]})
@@ -143,7 +150,13 @@ def answers(ws: Workspace, split: str, n: int | None, choose: bool) -> None:
             "citations": cites, "invalid_citations": invalid,
             "latency_ms_p50": round(percentile(lat, 50), 1), "latency_ms_p95": round(percentile(lat, 95), 1),
             "answerable_correct_if_never_abstaining": round(sum(r["correct"] for r in A) / len(A), 4),
-            "gold_paragraph_cited": round(sum(r["cite_ok"] for r in A) / len(A), 4)}
+            "gold_paragraph_cited": round(sum(r["cite_ok"] for r in A) / len(A), 4),
+            "answering_passage_first": round(sum(r["first_ok"] for r in A) / len(A), 4),
+            # of the answers shown at the configured threshold, those reading Supported 100%
+            "supported_100_of_answered": round(
+                sum(r["grounding"] == 1.0 for r in rows if not r["abstained"] and r["evidence"] >= configured)
+                / max(1, sum(1 for r in rows if not r["abstained"] and r["evidence"] >= configured)), 4),
+            "decided_by_at_threshold_0": {k: sum(r["decided_by"] == k for r in rows) for k in {r["decided_by"] for r in rows}}}
     print(json.dumps(head))
     grid = [round(x, 3) for x in np.arange(0.0, 1.0001, 0.05)]
     curve = [curve_row(A, U, t) for t in grid]
