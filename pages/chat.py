@@ -310,6 +310,8 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
         with st.popover("Timing", icon=":material/timer:"):
             # Text, not st.dataframe: twenty Arrow tables cost ~90 ms on every rerun of a long chat.
             st.markdown(timing_markdown(answer.timings_ms))
+            if answer.decided_by:
+                st.caption(escape_md(f"Shown by the {answer.policy} answer policy; decided by: {answer.decided_by}."))
             if answer.below_threshold:
                 st.caption(f"Minimum relevance dropped {answer.below_threshold} passage(s).")
         if m.get("query_id"):
