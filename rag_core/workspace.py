@@ -462,7 +462,7 @@ class Workspace:
     @cached_property
     def retrieval(self) -> RetrievalPipeline:
         return RetrievalPipeline(self.store, self.embedder, self.reranker, find_document=self._find_document,
-                                 signals=self.signals)
+                                 signals=self.signals, max_query_chars=self.settings.api_max_question_chars)
 
     def _find_document(self, name: str, filters: SearchFilters) -> tuple[str, str] | None:
         """The document a lookup request names ("the biography file"), among those the filters

@@ -191,6 +191,14 @@ def test_ask_runs_the_answer_chain(data, tmp_path):
     assert "130" in json.loads(p.stdout)["answer"]
     steps = traced_steps(trace)
     assert steps[0] == "groundwork_answer" and set(steps) >= CHAIN_STEPS
+    out = json.loads(p.stdout)
+    assert out["decided_by"] == "reader" and out["policy"] and "evidence" in out["signals"]
+    # the one question-length limit (RAG_API_MAX_QUESTION_CHARS, 4,000): at it, and one above
+    at = "How many volcanoes does Iceland have? " + "x" * (4000 - 38)
+    assert len(at) == 4000
+    assert not json.loads(run(data, "ask", "--kb", "geo", at, "--json").stdout)["answer"].startswith("error")
+    over = run(data, "ask", "--kb", "geo", at + "x", ok=False)
+    assert over.returncode == 2 and "the limit is 4000" in over.stderr
 
 
 def test_serve_refuses_no_auth_off_loopback(tmp_path):

@@ -55,7 +55,9 @@ class RetrievalPipeline:
         reranker=None,
         find_document: Callable[[str, SearchFilters], tuple[str, str] | None] | None = None,
         signals=None,
+        max_query_chars: int | None = None,
     ):
+        self.max_query_chars = max_query_chars  # the app's one question-length limit
         self.store = store
         self.embedder = embedder
         self.reranker = reranker
@@ -76,7 +78,7 @@ class RetrievalPipeline:
         query_vector: np.ndarray | None = None,
     ) -> Retrieved:
         t0 = time.perf_counter()
-        pq = parse(query)
+        pq = parse(query, self.max_query_chars) if self.max_query_chars else parse(query)
         timings: dict[str, float] = {"parse": (time.perf_counter() - t0) * 1000}
         top_k = k or settings.top_k
 

@@ -10,7 +10,9 @@ from ..errors import InputError
 from ..text.analysis import STOPWORDS
 
 MIN_QUERY_CHARS = 3
-MAX_QUERY_CHARS = 1000
+# The one question-length limit: RAG_API_MAX_QUESTION_CHARS's default (config.py), which the
+# workspace passes in, so the CLI, the pages and the API refuse the same questions.
+MAX_QUERY_CHARS = 4000
 
 _CONTRACTIONS = [
     (re.compile(r"\b(what|who|where|when|why|how|that|there|here|it|he|she)'s\b", re.I), r"\1 is"),
@@ -45,12 +47,12 @@ class ParsedQuery:
     lookup: str | None = None  # a document name the user asked to see whole
 
 
-def validate(query: str | None) -> str:
+def validate(query: str | None, limit: int = MAX_QUERY_CHARS) -> str:
     q = " ".join((query or "").split())
     if len(q) < MIN_QUERY_CHARS:
         raise InputError(f"the question is too short: please use at least {MIN_QUERY_CHARS} characters")
-    if len(q) > MAX_QUERY_CHARS:
-        raise InputError(f"the question is too long ({len(q)} characters); the limit is {MAX_QUERY_CHARS}")
+    if len(q) > limit:
+        raise InputError(f"the question is too long ({len(q)} characters; the limit is {limit})")
     return q
 
 
@@ -86,6 +88,6 @@ def detect_lookup(query: str) -> str | None:
     return None
 
 
-def parse(query: str | None) -> ParsedQuery:
-    q = normalise(validate(query))
+def parse(query: str | None, limit: int = MAX_QUERY_CHARS) -> ParsedQuery:
+    q = normalise(validate(query, limit))
     return ParsedQuery(original=query or "", text=q, key_terms=key_terms(q), lookup=detect_lookup(q))

@@ -39,6 +39,12 @@ def test_a_huge_question_is_refused_by_size_or_by_length(client):
     alice = client("alice")
     r = alice.post(QUERY, json={"question": "why " * 2500, "knowledge_bases": ["handbook"]})  # 10k characters
     assert r.status_code == 400 and "too long" in r.json()["error"]["message"]
+    # the documented limit (RAG_API_MAX_QUESTION_CHARS, 4,000) and one above
+    at = "How long is parental leave? " + "x" * (4000 - 28)
+    assert len(at) == 4000
+    assert alice.post(QUERY, json={"question": at, "knowledge_bases": ["handbook"]}).status_code == 200
+    r = alice.post(QUERY, json={"question": at + "x", "knowledge_bases": ["handbook"]})
+    assert r.status_code == 400 and "the limit is 4000" in r.json()["error"]["message"]
     r = alice.post(QUERY, json={"question": "x" * 200_000, "knowledge_bases": ["handbook"]})  # over the body limit
     assert r.status_code == 413 and r.json()["error"]["code"] == "too_large"
 

@@ -52,7 +52,8 @@ def test_query_validation_and_normalisation():
     with pytest.raises(InputError, match="too short"):
         parse("  a ")
     with pytest.raises(InputError, match="too long"):
-        parse("x" * 1001)
+        parse("x" * 4001)
+    assert parse("x" * 4000).text == "x" * 4000  # the documented limit, RAG_API_MAX_QUESTION_CHARS
     assert normalise("What’s  the   plan?") == "What is the plan?"
     assert normalise("I can't and they're") == "I cannot and they are"
     assert key_terms("What is the boiling point of water?") == ["boiling", "point", "water"]
