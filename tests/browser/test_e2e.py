@@ -155,6 +155,8 @@ def test_new_user_journey(server, page, tmp_path, shot_on_failure):
     page.goto(url)
     page.get_by_text("Chat with your documents").wait_for()
     page.screenshot(path=str(SHOTS / "1-chat-empty.png"))
+    # a self-hosted app shows no "Deploy" button (.streamlit/config.toml: client.toolbarMode)
+    assert page.get_by_role("button", name="Deploy").count() == 0
 
     # create a knowledge base on the Upload page
     page.get_by_role("link", name="Upload", exact=True).click()
