@@ -9,7 +9,7 @@ import streamlit as st
 from pages.common import caller, friendly_errors, kb_names, toast_and_rerun, workspace
 from rag_core.generation.prompts import system_prompt
 from rag_core.models import RetrievalSettings
-from rag_core.render import escape_md
+from rag_core.render import escape_md, saved_message
 
 ws = workspace()
 me = caller()
@@ -223,7 +223,7 @@ with st.form(f"edit_{kb.kb_id}"):
             if saved.name != kb.name:
                 st.session_state.settings_kb_renamed = saved.name
                 toast_and_rerun(f"Renamed “{escape_md(kb.name)}” to “{escape_md(saved.name)}” and saved.")
-            toast_and_rerun("Saved. Access changes apply at once, to the documents already in it too.")
+            toast_and_rerun(saved_message(kb, saved))
 
 policy_section(kb)
 

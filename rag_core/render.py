@@ -123,3 +123,22 @@ def timing_markdown(timings_ms: dict) -> str:
     rows = ["| stage | ms |", "|---|---:|"]
     rows += [f"| {escape_md(k)} | {v:,.1f} |" for k, v in main + sub]
     return "\n".join(rows)
+
+
+def saved_message(before, after) -> str:
+    """What a save changed, named: "Access changes apply at once" only when access changed."""
+    named = [label for label, changed in (
+        ("description", before.description != after.description),
+        ("instructions", before.instructions != after.instructions),
+        ("grounded-only", before.grounded_only != after.grounded_only),
+        ("retention", before.retention_days != after.retention_days),
+        ("answer policy", before.retrieval.answer_policy != after.retrieval.answer_policy),
+        ("retrieval settings", {**vars(before.retrieval), "answer_policy": ""} != {**vars(after.retrieval), "answer_policy": ""}),
+    ) if changed]
+    access = (before.owners, before.acl_users, before.acl_groups) != (after.owners, after.acl_users, after.acl_groups)
+    if access:
+        named.append("access")
+    if not named:
+        return "Nothing changed."
+    return (f"Saved: {', '.join(named)}."
+            + (" Access changes apply at once, to the documents already in it too." if access else ""))

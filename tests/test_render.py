@@ -124,3 +124,19 @@ def test_a_marker_is_shown_once_per_sentence():
     mds = [md for md, _ in answer_segments(a)]
     assert mds[0].count("[¹]") == 1 and mds[0].count("[²]") == 1
     assert mds[1].count("[²]") == 1
+
+
+def test_a_saved_knowledge_base_names_what_changed():
+    from dataclasses import replace
+
+    from rag_core.models import KnowledgeBase, RetrievalSettings
+    from rag_core.render import saved_message
+
+    kb = KnowledgeBase(kb_id="k", name="K", owners=["alice"])
+    tuned = replace(kb, retrieval=RetrievalSettings(top_k=8))
+    assert saved_message(kb, tuned) == "Saved: retrieval settings."  # no word of access: it did not change
+    assert saved_message(kb, replace(kb, retrieval=RetrievalSettings(answer_policy="model"))) == "Saved: answer policy."
+    shared = replace(kb, acl_users=["bob"], description="HR")
+    assert saved_message(kb, shared) == ("Saved: description, access. Access changes apply at once, to the documents "
+                                         "already in it too.")
+    assert saved_message(kb, kb) == "Nothing changed."
