@@ -8,12 +8,15 @@ benchmarks.
 - **retrieve**: the `GroundworkRetriever` (a LangChain `BaseRetriever`) with the selected
   knowledge bases' merged settings and the caller's filters; LLM paraphrases and HyDE, when
   switched on, are fused in.
-- **gate**: the reader model reads the passages; abstain unless a sentence answers.
+- **gate**: the reader model reads the passages; the answer policy (policy.py) decides whether
+  to go on: offline the reader judges, with a model the policy in force says whether the
+  reader's evidence or the model's relevance check may stop it.
 - **respond** (a generator): in LLM mode `prompt | chat model | parser` streams tokens; offline
   the extractive answerer's sentences stream. Then "checking the sources…", the `verify`
   runnable (claims, grounding, answers-the-question), corrective retrieval when confidence
   is low (announced, and the rewritten answer streamed in place of the first: never a silent
-  swap), grounded-only filtering, citations, and finally the verified `Answer`.
+  swap), grounded-only filtering, citations, the answer policy's decision (show, flag or
+  withhold, with `decided_by`), and finally the verified `Answer`.
 
 Every step is a runnable taking and returning typed values, so the chain invokes, streams
 and traces like any LCEL chain (callbacks see "condense", "GroundworkRetriever", "gate",
@@ -296,6 +299,7 @@ class AnswerEngine:
         (after generation) the written answer's support and P(answers)."""
         kbs = ctx.turn.req.kbs
         return Signals(mode="llm" if self._llm_ok(ctx.turn) else "extractive", passages=len(ctx.sources),
+                       dropped=ctx.below_threshold, min_relevance=ctx.turn.settings.score_threshold,
                        evidence=ctx.reading.best if ctx.reading is not None else None,
                        lookup=bool(ctx.lookup_source), relevance=ctx.relevance,
                        grounded_only=any(kb.grounded_only for kb in kbs), **written)

@@ -74,6 +74,8 @@ class Signals:
 
     mode: Literal["llm", "extractive"]
     passages: int = 0  # retrieved passages
+    dropped: int = 0  # candidate passages the knowledge bases' minimum relevance dropped
+    min_relevance: float = 0.0  # that minimum
     evidence: float | None = None  # the reader's best selection score over the retrieved sentences
     lookup: bool = False  # a whole-document lookup
     relevance: bool | None = None  # the model's relevance check: yes / no
@@ -129,6 +131,9 @@ class AnswerPolicy:
     def before_generation(self, s: Signals) -> Decision:
         if s.lookup:
             return Decision("proceed", LOOKUP)
+        if s.passages == 0 and s.dropped:
+            return Decision("abstain", RETRIEVAL, "No passage reached the minimum relevance set on the knowledge base.",
+                            f"the minimum relevance ({s.min_relevance:.2f}) dropped all {s.dropped} candidate passage(s)")
         if s.passages == 0:
             return Decision("abstain", RETRIEVAL, PLAIN[RETRIEVAL])
         need = self.params.offline_min if s.mode == "extractive" else self.params.evidence_min
