@@ -65,11 +65,12 @@ def main() -> None:
     ap.add_argument("--every", type=int, default=1, help="keep every K-th question of each kind (all programs)")
     ap.add_argument("--calibrate-limit", type=int, default=None, help="calibration set questions (default: all 270)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--max-tokens", type=int, default=200, help="the answer's token budget (as benchmarks/llm_mode.py)")
     args = ap.parse_args()
     args.limit = 0
     op = Caller.operator()
     settings = get_settings(args.data_dir, llm_gguf=gguf(args.model), llm_threads=args.threads, llm_timeout=600,
-                            llm_retries=0)
+                            llm_retries=0, llm_max_tokens=args.max_tokens)
     ws = Workspace(settings)
     t = time.perf_counter()
     run = ws.calibrate_answer_policy(caller=op, limit=args.calibrate_limit,

@@ -155,24 +155,67 @@ class ExtractiveAnswerer:
 
     def compose(self, ev: Evidence, sources: list[ScoredChunk] | None = None) -> Extract:
         """The answer at the grain a person reads: the paragraph, list, or code block with the
-        sentence introducing it, that holds the best-scoring sentence (cut to a window of
-        sentences around it when the paragraph is long), that sentence as the highlight, cited
-        — the way a search engine's answer box shows a snippet. A wrong choice between two
-        neighbouring sentences then no longer hides the answer: both are shown. Without
-        `sources` (or when the sentence cannot be placed in its passage) the sentence alone."""
+        sentence introducing it, that holds the best-scoring sentence (a long paragraph cut to
+        a window around it that keeps the passage's other well-scoring sentences), that sentence
+        as the highlight, cited — the way a search engine's answer box shows a snippet. A wrong
+        choice between two neighbouring sentences then no longer hides the answer: both are
+        shown. Sentences of other passages that score nearly as well (up to `max_sentences` in
+        all, at least `relative_cutoff` × the best, as before passages were shown) follow it,
+        each cited. Without `sources` (or when the sentence cannot be placed in its passage)
+        the sentences alone."""
         if not ev.cands:
             return Extract("", 0.0, [], {})
-        best = int(np.argmax(ev.probs))
+        chosen = self._choose(ev)
+        best = chosen[0]
         si, k, sentence = ev.cands[best]
-        passage = answer_passage(sources[si].chunk.text, k) if sources else None
-        text = passage or sentence
+        text = sources[si].chunk.text if sources else ""
+        segs = split_sentences(text) if sources else []
+        also = [ev.cands[i][1] for i in chosen[1:] if ev.cands[i][0] == si]
+        passage = None
+        if sources:
+            code_read_with_intro = 0 < k < len(segs) and _is_code(segs[k]) and _flat(segs[k]) != sentence
+            passage = answer_passage(text, k - 1 if code_read_with_intro else k, also + ([k] if code_read_with_intro else []))
+            if passage and code_read_with_intro and _flat(segs[k]) not in " ".join(passage.split()):
+                # the code block the reader read with this introduction: shown after it, whole
+                block = next((b for b in _blocks(text) if _flat(segs[k]) in " ".join(b.split())), segs[k])
+                passage = passage.rstrip() + "\n" + (block if len(block) <= MAX_PASSAGE_CHARS else segs[k].strip())
+        lead = passage or sentence
         n = si + 1
-        segs = split_sentences(sources[si].chunk.text) if sources else []
         highlight = _flat(segs[k]) if 0 <= k < len(segs) else sentence
         if _is_code(highlight) and not _is_code(sentence):
             highlight = sentence
-        return Extract(cite_each(text, n), float(ev.probs[best]), [n], {n: " ".join(text.split())},
-                       highlight=highlight)
+        parts, snippets = [cite_each(lead, n)], {n: " ".join(lead.split())}
+        shown = " ".join(lead.split())
+        for i in chosen[1:]:
+            sj, _, s = ev.cands[i]
+            intro, fence, code = s.partition("```")
+            if fence and intro.strip() and intro.strip() in shown:
+                s = fence + code  # a code block read with its introduction, which is shown already
+            if s in shown:
+                continue  # inside the passage already
+            parts.append(cite(s, sj + 1))
+            shown += " " + s
+            snippets[sj + 1] = (snippets.get(sj + 1, "") + " " + s).strip()
+        # a paragraph break between places: each part ends where its source's sentence ends,
+        # also when the next starts in lower case ("which shows …") or after code
+        return Extract("\n\n".join(parts), float(ev.probs[best]), sorted(snippets), snippets, highlight=highlight)
+
+    def _choose(self, ev: Evidence) -> list[int]:
+        """The best sentence, then up to `max_sentences - 1` more that score at least
+        `relative_cutoff` × the best and repeat none chosen, best first."""
+        order = list(np.argsort(-ev.probs, kind="stable"))
+        best = order[0]
+        chosen = [best]
+        for i in order[1:]:
+            if len(chosen) >= self.max_sentences or ev.probs[i] < self.relative_cutoff * ev.probs[best]:
+                break
+            ti = _terms(ev.cands[i][2])
+            if any(_jaccard(ti, _terms(ev.cands[j][2])) > 0.7 for j in chosen):
+                continue  # overlapping chunks repeat sentences
+            if any(ev.cands[i][2] in ev.cands[j][2] or ev.cands[j][2] in ev.cands[i][2] for j in chosen):
+                continue  # an introducing sentence and the code block read with it
+            chosen.append(i)
+        return chosen
 
     def extract(self, question: str, sources: list[ScoredChunk]) -> Extract:
         return self.compose(self.read(question, sources), sources)
@@ -346,28 +389,34 @@ def cite_each(text: str, n: int) -> str:
     return "".join(out).rstrip()
 
 
-def answer_passage(text: str, k: int) -> str | None:
+def answer_passage(text: str, k: int, also: list[int] | None = None) -> str | None:
     """The block of `text` holding its sentence `k` (split_sentences' numbering), its lines
     kept, ending as a sentence; a window of sentences around `k` when the block is longer than
-    MAX_PASSAGE_CHARS (the sentence before it, then those after it). None when the sentence
+    MAX_PASSAGE_CHARS: the sentence before it and those after it, widened first to the
+    sentences `also` (other well-scoring ones) where the limit allows. None when the sentence
     cannot be placed."""
     segs = split_sentences(text)
     if not 0 <= k < len(segs):
         return None
     target = " ".join(segs[k].split())
+    wanted = [" ".join(segs[j].split()) for j in (also or []) if 0 <= j < len(segs)]
     for block in _blocks(text):
         if target not in " ".join(block.split()):
             continue
         bounds = [0, *unit_starts(block), len(block)]
         parts = [block[a:b] for a, b in zip(bounds, bounds[1:])]
         flat = [" ".join(x.split()) for x in parts]
-        at = next((i for i, x in enumerate(flat) if x and (target in x or x in target)), None)
+        at = next((i for i, x in enumerate(flat) if x and target in x), None)
         if at is None:
             return None
         size = lambda lo, hi: len(" ".join(flat[lo:hi + 1]))  # noqa: E731
         if size(0, len(parts) - 1) <= MAX_PASSAGE_CHARS:  # the whole paragraph, list or block
             return _ending(block.strip(), flat[-1])
         lo = hi = at
+        for w in wanted:  # the passage's other well-scoring sentences, where they fit
+            j = next((i for i, x in enumerate(flat) if x and w in x), None)
+            if j is not None and size(min(lo, j), max(hi, j)) <= MAX_PASSAGE_CHARS:
+                lo, hi = min(lo, j), max(hi, j)
         # the sentence before names what this one calls "it", or states the figure it refers
         # to; what follows completes a procedure
         if lo > 0 and size(lo - 1, hi) <= MAX_PASSAGE_CHARS:
