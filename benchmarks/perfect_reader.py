@@ -244,7 +244,7 @@ def run(args) -> dict:
             srv.set_golds({**golds, **{qnorm(q["question"]): Gold(evidence=[q["evidence"]], answers=q["answers"])
                                        for q in cal_qs if q["answerable"]}})
             t = time.perf_counter()
-            run = ws.calibrate_answer_policy(caller=caller)
+            run = ws.calibrate_answer_policy(caller=caller, limit=args.calibrate_limit or None)
             calibration = {"questions": run.rows, "minutes": round((time.perf_counter() - t) / 60, 2),
                            "params": run.params, "figures": run.figures}
             print(json.dumps({"calibration": calibration}), flush=True)
@@ -355,6 +355,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0, help="only the first LIMIT of each kind")
     ap.add_argument("--gates", choices=("off", "shipped", "all"), default="shipped")
     ap.add_argument("--policy", default=None, help="answer_policy setting: auto | conservative | model")
+    ap.add_argument("--calibrate-limit", type=int, default=0, help="with --calibrate: the first N calibration questions")
     ap.add_argument("--calibrate", action="store_true",
                     help="calibrate the oracle on the shipped calibration set first (then run under that policy)")
     ap.add_argument("--mode", default="perfect", help="the oracle's mode (benchmarks/oracle_llm.py MODES)")
