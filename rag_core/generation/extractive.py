@@ -184,7 +184,11 @@ class ExtractiveAnswerer:
         highlight = _flat(segs[k]) if 0 <= k < len(segs) else sentence
         if _is_code(highlight) and not _is_code(sentence):
             highlight = sentence
-        parts, snippets = [cite_each(lead, n)], {n: " ".join(lead.split())}
+        # the citation's snippet, which the page viewer highlights, is the sentence that answers;
+        # the answer shows the passage around it
+        src_flat = " ".join(text.split())
+        snip = highlight if sources and highlight and highlight in src_flat else _verbatim(lead, text)
+        parts, snippets = [cite_each(lead, n)], {n: snip}
         shown = " ".join(lead.split())
         for i in chosen[1:]:
             sj, _, s = ev.cands[i]
@@ -368,6 +372,14 @@ def _blocks(text: str) -> list[str]:
         else:
             out.append((kind, body))
     return [b for _, b in out if b]
+
+
+def _verbatim(passage: str, source: str) -> str:
+    """The passage as the citation's snippet: the source's own words, without the full stop an
+    answer adds to a span that ends without one (a snippet must be found in its passage: the
+    viewer highlights it, and citation checks read it there)."""
+    flat, src = " ".join(passage.split()), " ".join(source.split())
+    return flat[:-1] if flat.endswith(".") and flat not in src and flat[:-1] in src else flat
 
 
 def _ending(span: str, last: str) -> str:

@@ -54,3 +54,12 @@ def test_a_code_block_is_one_unit_when_cited_and_verified():
     units = split_units(text)
     assert len(units) == 1 and units[0].startswith("Use the following:")
     assert len(answer_sentences(cite_each(text, 1))) == 1
+
+
+def test_the_citation_snippet_is_the_sources_own_words():
+    from rag_core.generation.extractive import _verbatim
+
+    text = "Steps:\n\n1. Start the program\n2. Quit with q()\n"
+    p = answer_passage(text, _k(text, "Quit"))
+    assert p.endswith("q().")  # the answer ends as a sentence…
+    assert _verbatim(p, text) in " ".join(text.split())  # …the snippet is what the source says
