@@ -35,6 +35,8 @@ KB_ROUTES = {
     ("POST", "/v1/query"): lambda c, kb: c.post("/v1/query", json={"question": "What is the launch code?",
                                                                    "knowledge_bases": [kb]}),
     ("POST", "/v1/search"): lambda c, kb: c.post("/v1/search", json={"query": "launch code", "knowledge_bases": [kb]}),
+    # the answer policy in force for these knowledge bases (without them: the app's, tests/api/test_server.py)
+    ("GET", "/v1/answer-policy"): lambda c, kb: c.get("/v1/answer-policy", params={"knowledge_bases": kb}),
     ("POST", "/v1/chat/completions"): lambda c, kb: c.post("/v1/chat/completions", json={
         "model": f"groundwork/{kb}", "messages": [{"role": "user", "content": "What is the launch code?"}]}),
 }
