@@ -261,8 +261,6 @@ def cite(sentence: str, n: int) -> str:
 
 
 _ITEM = re.compile(r"^(?:[-*•]|\d{1,2}[.)])\s+")
-MAX_SPAN_CHARS = 700
-MAX_SPAN_ITEMS = 6
 
 
 def _is_code(seg: str) -> bool:
@@ -273,43 +271,6 @@ def _flat(seg: str) -> str:
     """A segment on one line, fences kept: the answer stays verbatim (the verifier and the
     citation check read it against the passage), and rendering shows the fenced part as code."""
     return " ".join(seg.split())
-
-
-def procedural_span(text: str, k: int) -> str | None:
-    """The lead sentence `k` of a passage extended to what completes it, or None when it
-    stands alone: an introducing sentence (ending with ':') takes the code block or the list
-    items after it; a code block or list item takes the sentence introducing it (and a list
-    the rest of its items). Whole segments only, up to MAX_SPAN_CHARS."""
-    segs = split_sentences(text)
-    if not 0 <= k < len(segs):
-        return None
-    start = end = k
-    intro = lambda i: 0 <= i < len(segs) and segs[i].rstrip().endswith(":") and not _is_code(segs[i])  # noqa: E731
-    if (_is_code(segs[k]) or _ITEM.match(segs[k])) and intro(k - 1):
-        start = k - 1
-    elif (j := _term_before(segs, k)) is not None:
-        return _span(segs, j, k)  # a description with the one-line code term it describes
-    if intro(end) or start < k:
-        nxt = end + 1
-        if nxt < len(segs) and _is_code(segs[nxt]) and end == start:
-            end = nxt
-        if end < len(segs) and _is_code(segs[end]):
-            while end + 1 < len(segs) and segs[end + 1].strip() == "```":  # the closing fence
-                end += 1
-        else:
-            while (end + 1 < len(segs) and _ITEM.match(segs[end + 1]) and end - start < MAX_SPAN_ITEMS):
-                end += 1
-    if start == end == k:
-        return None
-    return _span(segs, start, end)
-
-
-def _span(segs: list[str], start: int, end: int) -> str | None:
-    """Segments start..end on one line, ending as a sentence; None past MAX_SPAN_CHARS."""
-    span = " ".join(x for x in (_flat(segs[i]) for i in range(start, end + 1)) if x)
-    if len(span) > MAX_SPAN_CHARS:
-        return None
-    return span if re.search(r"[.!?…][\"'”’)]*$", span) else span + "."
 
 
 def _jaccard(a: set[str], b: set[str]) -> float:
@@ -326,16 +287,19 @@ def _blocks(text: str) -> list[str]:
     """A passage's blocks as a reader sees them: paragraphs (split at blank lines and
     headings), lists (a run of items with their wrapped lines) and fenced code blocks; a code
     block or list joins the paragraph before it when that paragraph announces it ("… as
-    follows:", "… the command is")."""
-    raw: list[tuple[str, list[str]]] = []
+    follows:", "… the command is"), and a description joins the one-line code term before it
+    ("mapfile [-d delim] … array" / "Read lines from the standard input …")."""
+    raw: list[tuple[str, list[str], bool]] = []  # (kind, lines, after a blank line or heading)
     cur: list[str] = []
     kind = ""
     fence = False
+    gap = False  # a blank line or a heading since the last block
 
     def flush():
-        nonlocal cur, kind
+        nonlocal cur, kind, gap
         if cur:
-            raw.append((kind or "prose", cur))
+            raw.append((kind or "prose", cur, gap))
+            gap = False
         cur, kind = [], ""
 
     for ln in text.split("\n"):
@@ -354,6 +318,7 @@ def _blocks(text: str) -> list[str]:
             continue
         if not st or st.startswith("#"):
             flush()
+            gap = True
             continue
         item = bool(_ITEM.match(st))
         if item and kind != "list":
@@ -365,12 +330,16 @@ def _blocks(text: str) -> list[str]:
         kind = kind or "prose"
     flush()
     out: list[tuple[str, str]] = []
-    for kind, lines in raw:
+    term = False  # the block just before is a one-line code term (a manual's definition list)
+    for kind, lines, after_gap in raw:
         body = "\n".join(lines).strip()
         if out and kind in ("code", "list") and out[-1][0] == "prose" and _ANNOUNCES.search(out[-1][1]):
             out[-1] = ("prose+" + kind, out[-1][1] + "\n" + body)
+        elif out and kind == "prose" and term and not after_gap:
+            out[-1] = ("term+prose", out[-1][1] + "\n" + body)  # the description with the term it defines
         else:
             out.append((kind, body))
+        term = kind == "code" and _code_term(body) is not None
     return [b for _, b in out if b]
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from rag_core.access import Caller
 from rag_core.config import get_settings
-from rag_core.generation.extractive import procedural_span
+from rag_core.generation.extractive import answer_passage
 from rag_core.render import answer_markdown
 from rag_core.workspace import Workspace
 
@@ -34,20 +34,21 @@ Plotting is covered in the next chapter.
 """
 
 
-def test_span_takes_the_code_block_after_its_introducing_sentence():
+def test_the_passage_takes_the_code_block_after_its_introducing_sentence():
     from rag_core.text.sentences import split_sentences
 
     segs = split_sentences(MANUAL)
     intro = next(i for i, s in enumerate(segs) if s.startswith("To read"))
-    span = procedural_span(MANUAL, intro)
+    span = answer_passage(MANUAL, intro)
     assert span.startswith("To read a comma-separated file") and 'read.csv("data.csv", header = TRUE)' in span
     assert "summary(df)" in span and "column names" not in span  # the block, not the paragraph after it
     code = next(i for i, s in enumerate(segs) if s.startswith("```") and "read.csv" in s)
-    assert procedural_span(MANUAL, code) == span  # from the code block back to its introduction
+    assert answer_passage(MANUAL, code) == span  # from the code block back to its introduction
     steps = next(i for i, s in enumerate(segs) if s.startswith("To leave"))
-    assert "save.image()" in procedural_span(MANUAL, steps) and "q()" in procedural_span(MANUAL, steps)
+    assert "save.image()" in answer_passage(MANUAL, steps) and "q()" in answer_passage(MANUAL, steps)
     plain = next(i for i, s in enumerate(segs) if s.startswith("The first line"))
-    assert procedural_span(MANUAL, plain) is None  # a sentence that stands alone stays alone
+    # a sentence that stands alone brings its own paragraph, never the code or list beside it
+    assert answer_passage(MANUAL, plain) == "The first line of the file holds the column names. Missing values become NA."
 
 
 @pytest.fixture(scope="module")
@@ -99,8 +100,8 @@ def test_a_description_takes_the_one_line_code_term_it_defines():
 
     segs = split_sentences(text)
     desc = segs.index("Read lines from the standard input into the indexed array variable array.")
-    assert procedural_span(text, desc) == (
-        "``` mapfile [-d delim] [-n count] array ``` Read lines from the standard input into the indexed array "
+    assert answer_passage(text, desc) == (
+        "```\nmapfile [-d delim] [-n count] array\n```\nRead lines from the standard input into the indexed array "
         "variable array.")
-    assert procedural_span(text, segs.index("Both values are numbers.")) is None
-    assert procedural_span(text, segs.index("Builtin commands.")) is None
+    assert answer_passage(text, segs.index("Both values are numbers.")) == "Both values are numbers."
+    assert answer_passage(text, segs.index("Builtin commands.")) == "Builtin commands."
