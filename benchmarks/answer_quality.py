@@ -27,7 +27,6 @@ import argparse
 import json
 import random
 import re
-import string
 import sys
 import time
 from pathlib import Path
@@ -36,7 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rag_core.config import get_settings  # noqa: E402
-from rag_core.evaluation import percentile  # noqa: E402
+from rag_core.evaluation import normalize_answer, percentile  # noqa: E402
 from rag_core.generation.extractive import load_selection_weights  # noqa: E402
 from rag_core.grounding.verify import Verifier, judged_score  # noqa: E402
 from rag_core.text.sentences import split_sentences  # noqa: E402
@@ -50,11 +49,7 @@ SPLITS = {"calib": range(17, 20), "test": range(20, 35)}
 OUT = Path(__file__).resolve().parent / "results"
 
 
-def norm(s: str) -> str:
-    s = s.lower()
-    s = "".join(ch for ch in s if ch not in set(string.punctuation))
-    s = re.sub(r"\b(a|an|the)\b", " ", s)
-    return " ".join(s.split())
+norm = normalize_answer  # SQuAD's normalisation (rag_core/evaluation.py; calibration scores with it too)
 
 
 def citation_valid(citation, chunk) -> bool:

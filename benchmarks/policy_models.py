@@ -34,6 +34,7 @@ from benchmarks.qwen_gguf import gguf  # noqa: E402
 from rag_core.access import Caller  # noqa: E402
 from rag_core.config import get_settings  # noqa: E402
 from rag_core.evaluation import percentile  # noqa: E402
+from rag_core.generation.calibrate import Replay  # noqa: E402
 from rag_core.generation.policy import policy_for  # noqa: E402
 from rag_core.workspace import Workspace  # noqa: E402
 
@@ -41,18 +42,12 @@ OUT = Path(__file__).resolve().parent / "results"
 
 
 def replay(rows: list[dict], evidence_min: float, written_min: float) -> dict:
-    A = [r for r in rows if r["label"] == "answerable"]
-    U = [r for r in rows if r["label"] != "answerable"]
-
-    def shown(r):
-        return (not r["abstained"] and (r["evidence"] or 0.0) >= evidence_min
-                and (written_min <= 0 or r["answers"] is None or r["answers"] >= written_min))
-
+    """One policy's figures on the recorded rows (the calibration's own replay rule)."""
+    correct, declined = Replay(rows).at(evidence_min, written_min)
+    A = sum(r["answerable"] for r in rows)
     return {"evidence_min": evidence_min, "written_min": written_min,
-            "answerable_correct": round(sum(shown(r) and r["correct"] for r in A) / max(len(A), 1), 4),
-            "answerable_correct_n": sum(shown(r) and r["correct"] for r in A),
-            "unanswerable_abstained": round(sum(not shown(r) for r in U) / max(len(U), 1), 4),
-            "unanswerable_abstained_n": sum(not shown(r) for r in U)}
+            "answerable_correct": round(correct, 4), "answerable_correct_n": round(correct * A),
+            "unanswerable_abstained": round(declined, 4), "unanswerable_abstained_n": round(declined * (len(rows) - A))}
 
 
 def main() -> None:
@@ -98,7 +93,8 @@ def main() -> None:
                 a = ev.answer
         total = (time.perf_counter() - t0) * 1000
         ok = correct(args.set, it, a)[0] if it["label"] == "answerable" else False
-        rows.append({"id": it["id"], "label": it["label"], "correct": ok, "abstained": a.abstained,
+        rows.append({"id": it["id"], "label": it["label"], "answerable": it["label"] == "answerable",
+                     "correct": ok, "abstained": a.abstained,
                      "decided_by": a.decided_by, "evidence": a.signals.get("evidence"), "answers": a.signals.get("answers"),
                      "mode": a.mode, "ttft_ms": round((first - t0) * 1000, 1) if first else None,
                      "total_ms": round(total, 1), "answer": a.text[:240]})

@@ -11,11 +11,23 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
+import string
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import GroundworkError
+
+
+_PUNCT = set(string.punctuation)
+
+
+def normalize_answer(s: str) -> str:
+    """SQuAD's answer normalisation: lower case, no punctuation, no articles, single spaces.
+    An answer is right when a gold answer, so normalised, is inside it."""
+    s = "".join(ch for ch in s.lower() if ch not in _PUNCT)
+    return " ".join(re.sub(r"\b(a|an|the)\b", " ", s).split())
 
 
 def ndcg_at_k(ranked: list[str], qrels: dict[str, int], k: int) -> float:

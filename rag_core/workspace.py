@@ -567,7 +567,6 @@ class Workspace:
         kbs = self.resolve_kbs(kb_names, caller=caller) if kb_names else []
         policy = policy_for(self.settings, merged_choice(kbs))
         return {**policy.describe(), "setting": self.settings.answer_policy,
-                "mode": "llm" if self.settings.llm_configured else "extractive",
                 "model": self.settings.llm_label if self.settings.llm_configured else "offline reader"}
 
     def calibrate_answer_policy(self, *, caller: Caller, limit: int | None = None, target: float | None = None,
@@ -592,7 +591,7 @@ class Workspace:
                                        for d in docs))
                 ws.ingestor.ingest(kb, [src])
                 marker.write_text(sha)
-            return lambda question: ws.ask([KB_NAME], question, caller=op)
+            return (lambda question: ws.ask([KB_NAME], question, caller=op)), ws.close
 
         return calibrate(self.settings, open_set, limit=limit, target=target, progress=progress,
                          set_path=set_path or SET_PATH)

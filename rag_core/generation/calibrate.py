@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
-import string
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +31,8 @@ from typing import Callable
 
 import numpy as np
 
-from .policy import load_calibrated, model_key, policy_path, save_calibrated
+from ..evaluation import normalize_answer
+from .policy import model_key, policy_path, save_calibrated
 
 SET_PATH = Path(__file__).with_name("calibration") / "calibration_set.jsonl"
 KB_NAME = "answer-policy-calibration"
@@ -70,38 +69,46 @@ def ordered(questions: list[dict], limit: int | None) -> list[dict]:
     return out[:limit] if limit else out
 
 
-def _norm(s: str) -> str:
-    s = "".join(ch for ch in s.lower() if ch not in set(string.punctuation))
-    return " ".join(re.sub(r"\b(a|an|the)\b", " ", s).split())
-
-
 def row_of(q: dict, answer) -> dict:
     """One question's signals and whether what was shown is right (an answer holding a gold
     answer and citing the gold document)."""
     sig = answer.signals or {}
-    text = _norm(answer.text)
+    text = normalize_answer(answer.text)
     cites_gold = any(c.doc_id == q["doc"] for c in answer.citations)
     correct = (q["answerable"] and not answer.abstained and cites_gold
-               and any(_norm(x) and _norm(x) in text for x in q["answers"]))
+               and any(normalize_answer(x) and normalize_answer(x) in text for x in q["answers"]))
     return {"id": q["id"], "answerable": q["answerable"], "abstained": answer.abstained,
             "decided_by": answer.decided_by, "evidence": sig.get("evidence", answer.evidence_score),
             "answers": sig.get("answers"), "correct": bool(correct), "mode": answer.mode}
 
 
+class Replay:
+    """Recorded rows (each question asked once with no reader line) replayed under any pair of
+    lines: a question is shown when the fixed rules let it through (the model did not decline,
+    some sentence is supported, something was retrieved) and both readings reach their lines.
+    The calibration's fit and benchmarks/policy_models.py read every policy through this."""
+
+    def __init__(self, rows: list[dict], llm: bool = True):
+        self.llm = llm
+        self.ans = np.array([r["answerable"] for r in rows], dtype=bool)
+        self.correct = np.array([r["correct"] for r in rows], dtype=bool)
+        self.fixed = np.array([r["abstained"] for r in rows], dtype=bool)
+        self.ev = np.array([r["evidence"] if r["evidence"] is not None else 0.0 for r in rows], dtype=float)
+        self.aq = np.array([r["answers"] if r["answers"] is not None else 0.0 for r in rows], dtype=float)
+
+    def at(self, evidence_min: float, written_min: float) -> tuple[float, float]:
+        """(share of answerable questions answered correctly, share of the others declined)."""
+        shown = ~self.fixed & (self.ev >= evidence_min)
+        if self.llm and written_min > 0:
+            shown &= self.aq >= written_min
+        n_a, n_u = max(int(self.ans.sum()), 1), max(int((~self.ans).sum()), 1)
+        return float((shown & self.correct & self.ans).sum() / n_a), float((~shown & ~self.ans).sum() / n_u)
+
+
 def fit(rows: list[dict], target: float, llm: bool) -> tuple[dict, dict, list[dict], bool]:
     """(params, figures at the chosen point, frontier, whether the target was met)."""
-    ans = np.array([r["answerable"] for r in rows])
-    correct = np.array([r["correct"] for r in rows])
-    fixed = np.array([r["abstained"] for r in rows])  # declined, unsupported, nothing retrieved
-    ev = np.array([r["evidence"] if r["evidence"] is not None else 0.0 for r in rows], dtype=float)
-    aq = np.array([r["answers"] if r["answers"] is not None else 0.0 for r in rows], dtype=float)
-    n_a, n_u = max(int(ans.sum()), 1), max(int((~ans).sum()), 1)
-    points = []
-    for e in GRID:
-        for w in (GRID if llm else [0.0]):
-            shown = ~fixed & (ev >= e) & ((aq >= w) if llm and w > 0 else True)
-            points.append((float(e), float(w), float((shown & correct & ans).sum() / n_a),
-                           float((~shown & ~ans).sum() / n_u)))
+    replay = Replay(rows, llm)
+    points = [(float(e), float(w), *replay.at(e, w)) for e in GRID for w in (GRID if llm else [0.0])]
     # A policy that reaches the target by answering (almost) nothing is no policy: a point must
     # keep at least KEEP_CORRECT of the right answers the model gives with no reader line. When
     # none of those reaches the target, the one among them that declines most is kept, and the
@@ -132,9 +139,10 @@ def calibrate(settings, open_set: Callable[..., Callable[[str], object]], *, lim
     """Run the calibration set through the configured model and store its policy. Resumes
     from the rows of an earlier run of the same set for the same model.
 
-    `open_set(settings, docs, sha)` is the caller's (the Workspace's): it returns `ask(question)
-    -> Answer` over a knowledge base holding `docs`, answered under `settings` — the given
-    settings with the calibration folder as data folder and no reader veto."""
+    `open_set(settings, docs, sha)` is the caller's (the Workspace's): it returns `(ask, close)`,
+    `ask(question) -> Answer` over a knowledge base holding `docs`, answered under `settings` —
+    the given settings with the calibration folder as data folder (an embedded store of its
+    own, whatever store the users' knowledge bases are in) and no reader veto."""
     t0 = time.perf_counter()
     target = settings.answer_policy_target if target is None else target
     key = model_key(settings)
@@ -151,28 +159,25 @@ def calibrate(settings, open_set: Callable[..., Callable[[str], object]], *, lim
     left = [q for q in todo if q["id"] not in rows]
     if progress:
         progress(len(todo) - len(left), len(todo), None)
-    ask = None
-    if left:
-        work = settings.model_copy(update={"data_dir": Path(settings.data_dir) / "answer_policies" / "set",
-                                           "answer_policy": "model", "answer_threshold": 0.0})
-        ask = open_set(work, docs, sha)
     rows_path.parent.mkdir(parents=True, exist_ok=True)
     started, done0 = time.perf_counter(), len(todo) - len(left)
-    with rows_path.open("a") as fh:
-        for i, q in enumerate(left, 1):
-            rec = {**row_of(q, ask(q["question"])), "set": sha}
-            rows[q["id"]] = rec
-            fh.write(json.dumps(rec) + "\n")
-            fh.flush()
-            if progress:
-                progress(done0 + i, len(todo), (time.perf_counter() - started) / i * (len(left) - i))
+    if left:
+        work = settings.model_copy(update={"data_dir": Path(settings.data_dir) / "answer_policies" / "set",
+                                           "store": "embedded", "answer_policy": "model", "answer_threshold": 0.0})
+        ask, close = open_set(work, docs, sha)
+        try:
+            with rows_path.open("a") as fh:
+                for i, q in enumerate(left, 1):
+                    rec = {**row_of(q, ask(q["question"])), "set": sha}
+                    rows[q["id"]] = rec
+                    fh.write(json.dumps(rec) + "\n")
+                    fh.flush()
+                    if progress:
+                        progress(done0 + i, len(todo), (time.perf_counter() - started) / i * (len(left) - i))
+        finally:
+            close()
     chosen = [rows[q["id"]] for q in todo]
     params, figures, frontier, met = fit(chosen, target, llm)
     path = save_calibrated(settings.data_dir, key, params, figures, frontier,
                            {"set_sha256": sha, "limit": limit, "minutes": round((time.perf_counter() - t0) / 60, 2)})
     return CalibrationRun(path, len(chosen), (time.perf_counter() - t0) / 60, params, figures, met)
-
-
-def stored(settings) -> dict | None:
-    """The stored calibration for the model in use, if any."""
-    return load_calibrated(settings.data_dir, model_key(settings))
