@@ -47,6 +47,11 @@ def marker_text(nums: list[int]) -> str:
 def answer_segments(answer: Answer) -> list[tuple[str, str]]:
     """(escaped markdown of one sentence with its markers as superscripts, label) in order.
     Label is the verifier's (supported / partial / unsupported) or "" for abstentions."""
+    return [(md, label) for md, label, _ in _segments(answer)]
+
+
+def _segments(answer: Answer) -> list[tuple[str, str, str]]:
+    """answer_segments with each sentence's own text (answer_markdown matches the highlight)."""
     labels = {c.text: c.label for c in answer.claims}
     out = []
     for sent in answer_sentences(answer.text):
@@ -57,7 +62,7 @@ def answer_segments(answer: Answer) -> list[tuple[str, str]]:
         m = re.match(r"(.*?)([.!?…]*)$", body, re.S)
         text, punct = (m.group(1), m.group(2)) if m else (body, "")
         md = _md_with_code(text) + (" " + marker_text(nums) if nums else "") + escape_md(punct)
-        out.append((md, labels.get(plain(sent), "")))
+        out.append((md, labels.get(plain(sent), ""), sent))
     return out
 
 
@@ -92,7 +97,7 @@ def answer_markdown(answer: Answer) -> str:
     answers in bold."""
     parts = []
     key = quotation_key(answer.highlight) if answer.highlight else ""
-    for (md, label), sent in zip(answer_segments(answer), answer_sentences(answer.text)):
+    for md, label, sent in _segments(answer):
         color = LABEL_COLOR.get(label, "")
         s = quotation_key(sent)
         if key and s and (s in key or key in s) and not color:
