@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .errors import InputError
 from .ingest.loaders.pdf import MIN_CHARS_PER_PAGE
+from .stores.adjacent import head_after, tail_before
 
 _WORD = re.compile(r"\w+")
 # PDFium is not thread-safe (its docs and pypdfium2's say so) and Streamlit serves every
@@ -300,17 +301,7 @@ def highlight_in_context(prev, chunk, nxt, snippet: str = "") -> list[tuple[str,
     """For sources without pages: (text, is_cited) segments showing the cited words inside
     the passage and its neighbours. Chunks overlap; their character offsets in the document
     cut the repeated text so nothing reads twice."""
-    def tail_of(a, b) -> str:  # a's text up to where b starts
-        if a.char_end > a.char_start and b.char_start >= a.char_start:
-            return a.text[: max(0, b.char_start - a.char_start)]
-        return a.text
-
-    def head_after(a, b) -> str:  # b's text after where a ends
-        if b.char_end > b.char_start and a.char_end >= b.char_start:
-            return b.text[max(0, a.char_end - b.char_start):]
-        return b.text
-
-    before = tail_of(prev, chunk) if prev else ""
+    before = tail_before(prev, chunk) if prev else ""
     after = head_after(chunk, nxt) if nxt else ""
     text = chunk.text
     at = text.find(snippet.strip()) if snippet.strip() else -1

@@ -434,15 +434,13 @@ class Workspace:
         """The cited text inside the passages around it, as (text, is_cited) segments, for
         sources without page images: three chunks fetched by id, never the whole document."""
         from .citation_view import highlight_in_context
+        from .stores.adjacent import neighbours
 
         self.accessible_document(citation.kb_id, citation.doc_id, caller=caller)
-        prefix, _, ordinal = citation.chunk_id.rpartition("#")
-        n = int(ordinal) if ordinal.isdigit() else None
-        ids = [f"{prefix}#{i}" for i in (n - 1, n, n + 1)] if n is not None else [citation.chunk_id]
-        got = {c.chunk_id: c for c in self.store.get_chunks(ids) if c.doc_id == citation.doc_id}
-        if citation.chunk_id not in got:
+        cur = next((c for c in self.store.get_chunks([citation.chunk_id]) if c.doc_id == citation.doc_id), None)
+        if cur is None:
             raise NotFound("that passage is no longer indexed")
-        prev, cur, nxt = (got.get(i) for i in ids) if n is not None else (None, got[citation.chunk_id], None)
+        prev, nxt = neighbours(self.store, cur)
         return highlight_in_context(prev, cur, nxt, citation.snippet)
 
     def _cited_chunk(self, citation: Citation) -> Chunk:

@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Literal
 
+import numpy as np
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.messages.utils import trim_messages
 from langchain_core.output_parsers import StrOutputParser
@@ -50,6 +51,7 @@ from ..reader import get_reader
 from ..retrieval.query import key_terms
 from ..retrieval.retriever import GroundworkRetriever, from_lc_document
 from ..retrieval.settings import merged_settings
+from ..stores.adjacent import neighbours, widened
 from ..text.fusion import RRF_K
 from ..text.tokens import count_tokens
 from .condense import condense as condense_offline
@@ -356,7 +358,7 @@ class AnswerEngine:
                 if decision.abstain:
                     yield AnswerEvent("answer", answer=self._abstain(ctx, decision))
                     return
-            draft, snippets, highlight = self._offline_draft(ctx)
+            draft, snippets, highlight, sources = self._offline_draft(ctx)
             if not draft:
                 yield AnswerEvent("answer", answer=self._abstain(
                     ctx, ctx.policy.after_generation(self._signals(ctx, drafted=False))))
@@ -537,7 +539,11 @@ class AnswerEngine:
                 except Exception:  # noqa: BLE001 - the file may be gone or unreadable: keep the first page
                     log.debug("page lookup failed for %s", c.chunk_id, exc_info=True)
 
-    def _offline_draft(self, ctx: Context) -> tuple[str, dict | None, str]:
+    def _offline_draft(self, ctx: Context) -> tuple[str, dict | None, str, list[ScoredChunk]]:
+        """The answer without a model, and the sources it is checked against: the passage that
+        answers is the document's paragraph (or list, or code block), so the best source is
+        read with its neighbouring chunks and stands for all three from here on (its id, and
+        so its citation, unchanged)."""
         if ctx.lookup_source:
             srcs = ctx.sources[:LOOKUP_PASSAGES]
             total = max(ctx.lookup_chunks, len(ctx.sources))
@@ -546,10 +552,23 @@ class AnswerEngine:
                     f"Here is an excerpt of {srcs[0].chunk.source} ({len(srcs)} of its {total} passages"
                     + (", each cut to its start" if shortened else "") + ")")
             return (f"{what}, passage by passage: " + " ".join(
-                f"{_lookup_text(s)} [{i}]" for i, s in enumerate(srcs, 1)), {}, "")
+                f"{_lookup_text(s)} [{i}]" for i, s in enumerate(srcs, 1)), {}, "", ctx.sources)
         reading = ctx.reading or self.extractive.read(ctx.turn.standalone, ctx.sources)
-        ex = self.extractive.compose(reading, ctx.sources)
-        return ex.text, ex.snippets, ex.highlight
+        sources = list(ctx.sources)
+        context = {}
+        if reading.cands:
+            si = reading.cands[int(np.argmax(reading.probs))][0]
+            chunk = sources[si].chunk
+            try:
+                wide = widened(chunk, *neighbours(self.store, chunk))
+            except Exception:  # noqa: BLE001 - a store that cannot fetch by id: the chunk alone
+                log.debug("neighbours of %s unavailable", chunk.chunk_id, exc_info=True)
+                wide = chunk
+            if wide is not chunk:
+                context[si] = wide.text
+                sources[si] = replace(sources[si], chunk=wide)
+        ex = self.extractive.compose(reading, ctx.sources, context)
+        return ex.text, ex.snippets, ex.highlight, sources
 
     def _checked(self, draft: str, sources: list[ScoredChunk], question: str, config):
         """A written draft with its markers placed, uncited and mis-cited sentences cited

@@ -153,7 +153,8 @@ class ExtractiveAnswerer:
                                     sents[k + 1] if k + 1 < len(sents) else ""))
         return out
 
-    def compose(self, ev: Evidence, sources: list[ScoredChunk] | None = None) -> Extract:
+    def compose(self, ev: Evidence, sources: list[ScoredChunk] | None = None,
+                context: dict[int, str] | None = None) -> Extract:
         """The answer at the grain a person reads: the paragraph, list, or code block with the
         sentence introducing it, that holds the best-scoring sentence (a long paragraph cut to
         a window around it that keeps the passage's other well-scoring sentences), that sentence
@@ -161,33 +162,40 @@ class ExtractiveAnswerer:
         choice between two neighbouring sentences then no longer hides the answer: both are
         shown. Sentences of other passages that score nearly as well (up to `max_sentences` in
         all, at least `relative_cutoff` × the best, as before passages were shown) follow it,
-        each cited. Without `sources` (or when the sentence cannot be placed in its passage)
-        the sentences alone."""
+        each cited. `context` maps a source's index to the document's text around it (its
+        neighbouring chunks joined), where the passage is looked for: a chunk may begin inside
+        a sentence or after the command its first sentence refers to. Without `sources` (or
+        when the sentence cannot be placed in its passage) the sentences alone."""
         if not ev.cands:
             return Extract("", 0.0, [], {})
         chosen = self._choose(ev)
         best = chosen[0]
         si, k, sentence = ev.cands[best]
         text = sources[si].chunk.text if sources else ""
+        wide = (context or {}).get(si) or text
         segs = split_sentences(text) if sources else []
         also = [ev.cands[i][1] for i in chosen[1:] if ev.cands[i][0] == si]
         passage = None
         if sources:
             code_read_with_intro = 0 < k < len(segs) and _is_code(segs[k]) and _flat(segs[k]) != sentence
-            passage = answer_passage(text, k - 1 if code_read_with_intro else k, also + ([k] if code_read_with_intro else []))
+            passage = answer_passage(text, k - 1 if code_read_with_intro else k,
+                                     also + ([k] if code_read_with_intro else []), context=wide)
             if passage and code_read_with_intro and _flat(segs[k]) not in " ".join(passage.split()):
                 # the code block the reader read with this introduction: shown after it, whole
-                block = next((b for b in _blocks(text) if _flat(segs[k]) in " ".join(b.split())), segs[k])
+                block = next((b for b in _blocks(wide) if _flat(segs[k]) in " ".join(b.split())), segs[k])
                 passage = passage.rstrip() + "\n" + (block if len(block) <= MAX_PASSAGE_CHARS else segs[k].strip())
         lead = passage or sentence
         n = si + 1
         highlight = _flat(segs[k]) if 0 <= k < len(segs) else sentence
         if _is_code(highlight) and not _is_code(sentence):
             highlight = sentence
+        if wide is not text and highlight:
+            # a chunk's first or last "sentence" may be a piece of one the document completes
+            highlight = next((f for f in map(_flat, split_sentences(wide)) if highlight in f), highlight)
         # the citation's snippet, which the page viewer highlights, is the sentence that answers;
         # the answer shows the passage around it
-        src_flat = " ".join(text.split())
-        snip = highlight if sources and highlight and highlight in src_flat else _verbatim(lead, text)
+        src_flat = " ".join(wide.split())
+        snip = highlight if sources and highlight and highlight in src_flat else _verbatim(lead, wide)
         parts, snippets = [cite_each(lead, n)], {n: snip}
         shown = " ".join(lead.split())
         for i in chosen[1:]:
@@ -370,18 +378,20 @@ def cite_each(text: str, n: int) -> str:
     return "".join(out).rstrip()
 
 
-def answer_passage(text: str, k: int, also: list[int] | None = None) -> str | None:
+def answer_passage(text: str, k: int, also: list[int] | None = None, context: str | None = None) -> str | None:
     """The block of `text` holding its sentence `k` (split_sentences' numbering), its lines
     kept, ending as a sentence; a window of sentences around `k` when the block is longer than
     MAX_PASSAGE_CHARS: the sentence before it and those after it, widened first to the
-    sentences `also` (other well-scoring ones) where the limit allows. None when the sentence
+    sentences `also` (other well-scoring ones) where the limit allows. With `context` (the
+    document's text around `text`: stores.adjacent.widened), the block is the document's, not
+    the chunk's: it may begin before the chunk does and run on after it. None when the sentence
     cannot be placed."""
     segs = split_sentences(text)
     if not 0 <= k < len(segs):
         return None
     target = " ".join(segs[k].split())
     wanted = [" ".join(segs[j].split()) for j in (also or []) if 0 <= j < len(segs)]
-    for block in _blocks(text):
+    for block in _blocks(context or text):
         if target not in " ".join(block.split()):
             continue
         bounds = [0, *unit_starts(block), len(block)]

@@ -63,3 +63,14 @@ def test_the_citation_snippet_is_the_sources_own_words():
     p = answer_passage(text, _k(text, "Quit"))
     assert p.endswith("q().")  # the answer ends as a sentence…
     assert _verbatim(p, text) in " ".join(text.split())  # …the snippet is what the source says
+
+
+def test_the_passage_is_the_documents_block_not_the_chunks():
+    # a chunk that begins inside a sentence: the passage begins where the sentence does
+    doc = ("The -e option: exit immediately if a pipeline (see Pipelines, page\n9), a list or a compound "
+           "command returns a non-zero status. The shell does not exit if the command that fails is part of a test.\n")
+    chunk = doc[doc.index("9), a list"):]
+    k = _k(chunk, "The shell does not exit")
+    assert answer_passage(chunk, k).startswith("9), a list")  # the chunk alone starts mid-sentence
+    p = answer_passage(chunk, k, context=doc)
+    assert p.startswith("The -e option: exit immediately") and "part of a test" in p

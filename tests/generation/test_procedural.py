@@ -105,3 +105,38 @@ def test_a_description_takes_the_one_line_code_term_it_defines():
         "variable array.")
     assert answer_passage(text, segs.index("Both values are numbers.")) == "Both values are numbers."
     assert answer_passage(text, segs.index("Builtin commands.")) == "Builtin commands."
+
+
+SESSION = """# Saving a session
+
+Maxima keeps no record of a session unless you ask it to. Sessions can be long, and the output of
+some commands runs over many screens, so a transcript on disk is often the only way to read them
+again. The syntax works like this:
+
+```
+writefile("session.txt")$
+```
+This will record the entire session into a text file called session.txt in the current directory.
+These files are not loadable as commands: it is merely a transcript of a session as it occurred.
+"""
+
+
+def test_a_passage_cut_by_the_chunker_is_read_in_the_document(tmp_path):
+    # small chunks put the command and the sentence that says what it does ("This will
+    # record …") in different chunks: the answer reads the chunk with its neighbours, shows
+    # the command, and every sentence of it is still a quotation of its source (Supported 100%)
+    w = Workspace(get_settings(tmp_path / "data", chunk_size=200))
+    w.create_kb("Maxima", caller=OP)
+    (tmp_path / "session.md").write_text(SESSION)
+    w.ingest("Maxima", [tmp_path / "session.md"], caller=OP)
+    q = "How do I record a Maxima session into a text file?"
+    hits = w.search(["Maxima"], q, caller=OP).results
+    top = hits[0].chunk
+    assert top.text.startswith("This will record") and "writefile" not in top.text  # the cut under test
+    a = w.ask(["Maxima"], q, caller=OP)
+    assert not a.abstained and 'writefile("session.txt")$' in a.text and "This will record" in a.text
+    assert a.text.index("writefile") < a.text.index("This will record")
+    assert a.grounding_score == 1.0 and all(c.label == "supported" for c in a.claims)
+    assert [c.chunk_id for c in a.citations] == [top.chunk_id]  # the citation still names the passage found
+    assert "This will record the entire session" in a.citations[0].snippet
+    w.close()
