@@ -18,7 +18,8 @@ from rag_core.errors import GroundworkError
 from rag_core.feedback import REASONS
 from rag_core.models import conflict_note
 from rag_core.models import Answer, Citation
-from rag_core.render import CLOSEST_HEADING, answer_markdown, escape_md, marker_text, plain_answer, timing_markdown
+from rag_core.render import (CLOSEST_HEADING, answer_markdown, escape_md, marker_text, passage_markdown, plain_answer,
+                             timing_markdown)
 
 ws = workspace()
 me = caller()
@@ -275,7 +276,9 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
             with st.expander(CLOSEST_HEADING, expanded=True,
                              icon=":material/find_in_page:"):
                 for c in answer.closest:
-                    st.markdown(f"> {escape_md(' '.join(c.snippet.split())[:400])}")
+                    # the passage as an answer would show it (code as code, lists as lists),
+                    # its best sentence in bold
+                    st.markdown(passage_markdown(c.passage or c.snippet, c.snippet))
                     if st.button(f"{escape_md(c.source)} · p. {c.page}" + (f" · {c.date}" if c.date else "")
                                  + (" · OCR" if c.ocr else ""),
                                  key=f"closest_{idx}_{c.n}", type="tertiary", icon=":material/description:"):

@@ -428,6 +428,9 @@ def cmd_ask(args) -> int:
             print(f"\n{CLOSEST_HEADING}:")
             for c in a.closest:
                 print(f"  ({c.n}) {c.source}, page {c.page}: {' '.join(c.snippet.split())[:200]}")
+                if c.passage and " ".join(c.passage.split()) != " ".join(c.snippet.split()):
+                    # the passage around the best sentence, its lines kept (code stays code)
+                    print("\n".join("      " + ln for ln in c.passage.strip().splitlines()))
         for s in a.suggestions:
             print(f"  - {s}")
         return 0

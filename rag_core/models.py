@@ -208,6 +208,9 @@ class Citation:
     section: str = ""
     ocr: bool = False  # the passage was read by OCR from a page image (may hold misreadings)
     date: str = ""  # the document's date, YYYY-MM-DD
+    # An abstention's closest passage: the paragraph, list or code block around `snippet` (its
+    # best sentence), shown with that sentence highlighted. Empty for an answer's citations.
+    passage: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -10,6 +10,7 @@ import re
 
 from .grounding.verify import answer_sentences, plain, quotation_key
 from .models import Answer
+from .text.sentences import split_units
 
 # Every ASCII punctuation character that starts or ends something in Streamlit's Markdown:
 # CommonMark/GFM syntax (emphasis, links and images, code, headings, lists, quotes, tables,
@@ -45,42 +46,117 @@ def marker_text(nums: list[int]) -> str:
 
 
 def answer_segments(answer: Answer) -> list[tuple[str, str]]:
-    """(escaped markdown of one sentence with its markers as superscripts, label) in order.
-    Label is the verifier's (supported / partial / unsupported) or "" for abstentions."""
-    return [(md, label) for md, label, _ in _segments(answer)]
-
-
-def _segments(answer: Answer) -> list[tuple[str, str, str]]:
-    """answer_segments with each sentence's own text (answer_markdown matches the highlight)."""
-    labels = {c.text: c.label for c in answer.claims}
+    """(Markdown of one sentence with its markers as superscripts, label) in order: its prose
+    escaped, its code as code, a list item as an item. Label is the verifier's (supported /
+    partial / unsupported) or "" for abstentions."""
     out = []
-    for sent in answer_sentences(answer.text):
-        # once each: a sentence citing one passage twice ("… [1] … [1].", or a model's "[1][1]")
-        # showed "[¹][¹]"
-        nums = list(dict.fromkeys(int(x) for x in re.findall(r"\[(\d{1,3})\]", sent)))
-        body = re.sub(r"\s*\[\d{1,3}\]", "", sent).strip()
-        m = re.match(r"(.*?)([.!?…]*)$", body, re.S)
-        text, punct = (m.group(1), m.group(2)) if m else (body, "")
-        md = _md_with_code(text) + (" " + marker_text(nums) if nums else "") + escape_md(punct)
-        out.append((md, labels.get(plain(sent), ""), sent))
+    for sent, nums, label in _units(answer):
+        md = "\n\n".join(b for _, b in _decorated(sent, nums, "", False))
+        out.append((md, label))
     return out
 
 
-def _md_with_code(text: str) -> str:
-    """Escaped prose, with the parts between ``` fences (a command an extractive answer took
-    from a code block) as inline code: literal in Markdown, so nothing in it is interpreted."""
-    parts = text.split("```")
-    if len(parts) < 3:
-        return escape_md(text)
+def _units(answer: Answer) -> list[tuple[str, list[int], str]]:
+    """(sentence, its marker numbers once each, its label) per unit of the answer."""
+    labels = {c.text: c.label for c in answer.claims}
+    # once each: a sentence citing one passage twice ("… [1] … [1].", or a model's "[1][1]")
+    # showed "[¹][¹]"
+    return [(sent, list(dict.fromkeys(int(x) for x in re.findall(r"\[(\d{1,3})\]", sent))), labels.get(plain(sent), ""))
+            for sent in answer_sentences(answer.text)]
+
+
+_FENCE_MARK = re.compile(r"```+|~~~+")
+_LIST_ITEM = re.compile(r"^\s*(?:([-*+•])|(\d{1,3})[.)])\s+")
+_INLINE_CODE = re.compile(r"(?<!`)(`{1,2})(?!`)(.+?)(?<!`)\1(?!`)", re.S)
+_LANG = re.compile(r"[A-Za-z][\w+#.-]{0,19}")
+
+
+def _escape_spaced(text: str) -> str:
+    """escape_md, keeping one space where `text` began or ended with whitespace (the text
+    beside an inline code span)."""
+    core = escape_md(text)
+    if not core:
+        return " " if text and text.isspace() else ""
+    return (" " if text[:1].isspace() else "") + core + (" " if text[-1:].isspace() else "")
+
+
+def _code_span(code: str) -> str:
+    code = " ".join(code.split())
+    tick = "`" * (max((len(m) for m in re.findall(r"`+", code)), default=0) + 1)
+    return f"{tick} {code} {tick}"
+
+
+def inline_md(text: str) -> str:
+    """Prose as Markdown on one line: escaped, except `code spans` (a model's, or a manual's
+    inline command), which stay code and are literal in Markdown."""
+    out, pos = [], 0
+    for m in _INLINE_CODE.finditer(text):
+        out += [_escape_spaced(text[pos:m.start()]), _code_span(m.group(2))]
+        pos = m.end()
+    out.append(_escape_spaced(text[pos:]))
+    return "".join(out).strip()
+
+
+def code_block(code: str) -> str:
+    """A fenced Markdown code block showing `code` literally, its lines kept ("" when empty);
+    a first line that is a bare language name ("python") is the block's info string."""
+    lines = code.strip("\n").split("\n")
+    lang = ""
+    if len(lines) > 1 and _LANG.fullmatch(lines[0].strip()):
+        lang, lines = lines[0].strip(), lines[1:]
+    body = "\n".join(ln.rstrip() for ln in lines).strip("\n")
+    if not body.strip():
+        return ""
+    fence = "`" * max(3, max((len(m) for m in re.findall(r"`+", body)), default=0) + 1)
+    return f"{fence}{lang}\n{body}\n{fence}"
+
+
+def _blocks_md(text: str) -> list[tuple[str, str]]:
+    """One unit of text as Markdown blocks: ("prose" | "item" | "code", markdown)."""
+    parts = _FENCE_MARK.split(text)
+    if len(parts) >= 2:
+        out = []
+        for i, part in enumerate(parts):
+            if i % 2 == 1:
+                if block := code_block(part):
+                    out.append(("code", block))
+            elif part.strip():
+                out += _blocks_md(part)
+        return out
+    m = _LIST_ITEM.match(text)
+    if m:
+        bullet = "-" if m.group(1) else f"{m.group(2)}."
+        return [("item", f"{bullet} {inline_md(text[m.end():])}")]
+    return [("prose", inline_md(text))] if text.strip() else []
+
+
+def _decorated(sent: str, nums: list[int], color: str, bold: bool) -> list[tuple[str, str]]:
+    """A unit's blocks with its markers after its words (after the sentence introducing its
+    code, or after the code when nothing introduces it), coloured with a warning sign when the
+    verifier does not fully back it, in bold when it is the sentence that answers."""
+    body = re.sub(r"\s*\[\d{1,3}\]", "", sent).strip()
+    m = re.match(r"(.*?)([.!?…]*)$", body, re.S)
+    text, punct = (m.group(1), m.group(2)) if m else (body, "")
+    blocks = _blocks_md(text)
+    tail = (" " + marker_text(nums) if nums else "") + escape_md(punct)
+    words = [i for i, (kind, _) in enumerate(blocks) if kind != "code"]
+    at = words[-1] if words else None
+    if at is None:
+        blocks.append(("prose", tail.strip()))
+        at = len(blocks) - 1
+    else:
+        blocks[at] = (blocks[at][0], blocks[at][1] + tail)
     out = []
-    for i, part in enumerate(parts):
-        if i % 2 == 1 and i < len(parts) - 1 and part.strip():
-            code = " ".join(part.split())
-            fence = "`" * (max((len(m) for m in re.findall(r"`+", code)), default=0) + 1)
-            out.append(f"{fence} {code} {fence}")
-        elif part.strip():
-            out.append(escape_md(part))
-    return " ".join(out)
+    for i, (kind, md) in enumerate(blocks):
+        if kind != "code" and md:
+            lead, _, rest = md.partition(" ") if kind == "item" else ("", "", md)
+            if color and i == at:
+                rest = f":{color}[{rest} :material/warning:]"
+            elif bold and i == at and rest.strip():
+                rest = f"**{rest}**"
+            md = f"{lead} {rest}" if lead else rest
+        out.append((kind, md))
+    return [(k, b) for k, b in out if b]
 
 
 # The one heading over an abstention's closest passages (chat page, CLI, OpenAI-compatible API):
@@ -92,18 +168,45 @@ LABEL_COLOR = {"supported": "", "partial": "orange", "unsupported": "red"}
 
 
 def answer_markdown(answer: Answer) -> str:
-    """The answer as one Markdown string: superscript markers, sentences the verifier does not
-    fully back coloured with a warning sign, and in an offline passage the sentence that
-    answers in bold."""
-    parts = []
+    """The answer as Markdown that keeps the document's structure: prose as paragraphs, list
+    items as a list, code as code blocks; superscript markers; sentences the verifier does not
+    fully back coloured with a warning sign; in an offline passage the sentence that answers in
+    bold."""
     key = quotation_key(answer.highlight) if answer.highlight else ""
-    for md, label, sent in _segments(answer):
+    blocks: list[tuple[str, str]] = []
+    for sent, nums, label in _units(answer):
         color = LABEL_COLOR.get(label, "")
         s = quotation_key(sent)
-        if key and s and (s in key or key in s) and not color:
-            md = f"**{md}**"
-        parts.append(f":{color}[{md} :material/warning:]" if color else md)
-    return " ".join(parts)
+        bold = bool(key and s and (s in key or key in s) and not color)
+        blocks += _decorated(sent, nums, color, bold)
+    return join_blocks(blocks)
+
+
+def join_blocks(blocks: list[tuple[str, str]]) -> str:
+    """Blocks as one Markdown text: prose runs into one paragraph, items into one list, each
+    code block apart."""
+    out: list[str] = []
+    prev = ""
+    for kind, md in blocks:
+        if out and kind == prev and kind == "prose":
+            out[-1] += " " + md
+        elif out and kind == prev and kind == "item":
+            out[-1] += "\n" + md
+        else:
+            out.append(md)
+        prev = kind
+    return "\n\n".join(out)
+
+
+def passage_markdown(passage: str, highlight: str = "") -> str:
+    """A document's passage (an abstention's closest passage) as Markdown with its structure
+    kept and its best sentence in bold: the same blocks as an answer, without markers."""
+    key = quotation_key(highlight) if highlight else ""
+    blocks: list[tuple[str, str]] = []
+    for unit in split_units(passage):
+        s = quotation_key(unit)
+        blocks += _decorated(unit, [], "", bool(key and s and (s in key or key in s)))
+    return join_blocks(blocks)
 
 
 def plain_answer(answer: Answer) -> str:

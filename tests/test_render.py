@@ -140,3 +140,33 @@ def test_a_saved_knowledge_base_names_what_changed():
     assert saved_message(kb, shared) == ("Saved: description, access. Access changes apply at once, to the documents "
                                          "already in it too.")
     assert saved_message(kb, kb) == "Nothing changed."
+
+
+def test_an_answer_keeps_the_documents_structure():
+    """Code from a manual renders as a code block with its lines, a list as a list, inline code
+    as code, everything else escaped; markers stay after the words that cite."""
+    from rag_core.grounding.verify import plain
+    from rag_core.models import Answer, Claim
+    from rag_core.render import answer_markdown
+
+    text = ('To quit the R program the command is\n```\n> q()\n```\nYou will be asked whether to save [1].\n\n'
+            "The keys are:\n\n- left, right, top; [1]\n- bottom and center [1]\n\n"
+            "Use `set key top left` or ![x](http://t/p.png) [2].")
+    a = Answer(question="q", text=text, highlight="You will be asked whether to save.",
+               claims=[Claim(text=plain("Use `set key top left` or ![x](http://t/p.png) [2]."), label="unsupported",
+                             score=0.0)])
+    out = render(answer_markdown(a))
+    assert "<pre><code>&gt; q()\n</code></pre>" in out  # a block, its line literal
+    assert "<ul>\n<li>left, right, top; [¹]</li>\n<li>bottom and center [¹]</li>\n</ul>" in out
+    assert "<code>set key top left</code>" in out and "<img" not in out and "![x](http://t/p.png)" in out
+    assert "<strong>You will be asked whether to save [¹].</strong>" in out
+    assert ":red[" in answer_markdown(a)  # the unsupported sentence is marked
+
+
+def test_a_closest_passage_shows_its_blocks_and_its_best_sentence():
+    from rag_core.render import passage_markdown
+
+    out = render(passage_markdown("Put the key at the top left with\n```\nset key top left\n```\nThe keywords "
+                                  "left, right, top may be used.", "The keywords left, right, top may be used."))
+    assert "<pre><code>set key top left\n</code></pre>" in out
+    assert "<strong>The keywords left, right, top may be used.</strong>" in out

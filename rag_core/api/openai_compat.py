@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..models import Answer
 from ..render import CLOSEST_HEADING as CLOSEST_TITLE
+from ..render import escape_md, passage_markdown
 from ..schemas import AnswerOut
 from . import answering
 from .auth import Principal
@@ -75,7 +76,11 @@ def sources_block(a: Answer) -> str:
     if a.abstained:
         if not a.closest:
             return ""
-        return CLOSEST_HEADING + "\n".join(f"- {c.source}, page {c.page}" for c in a.closest)
+        # each passage as the chat shows it: its blocks kept, its best sentence in bold, and
+        # escaped like any document text that reaches a Markdown renderer
+        return CLOSEST_HEADING + "\n\n".join(
+            f"**{escape_md(c.source)}, page {c.page}**\n\n{passage_markdown(c.passage or c.snippet, c.snippet)}"
+            for c in a.closest)
     if not a.citations:
         return ""
     from ..models import conflict_note

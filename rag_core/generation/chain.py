@@ -56,7 +56,7 @@ from ..text.fusion import RRF_K
 from ..text.tokens import count_tokens
 from .condense import condense as condense_offline
 from .extractive import Evidence as Reading
-from .extractive import SELECTION_FEATURES, ExtractiveAnswerer, cite
+from .extractive import SELECTION_FEATURES, ExtractiveAnswerer, cite, passage_for
 from ..grounding.conflicts import ANSWERS_MIN, asked_kind, conflict_record, find_conflicts, values
 from .policy import AnswerPolicy, Decision, Signals, merged_choice, policy_for
 from .prompts import CONDENSE_PROMPT, HYDE_PROMPT, RELEVANCE_TASK, VERIFY_PROMPT, neutralise, system_prompt, user_message
@@ -116,17 +116,29 @@ class Context:
 def closest_passages(sources: list[ScoredChunk], reading: Reading | None, k: int) -> list[Citation]:
     """The passages that came nearest to answering, for an abstention: ranked by the reader's
     best P(answers) over each passage's sentences (retrieval order where it read none), each
-    with the sentence it liked best as the snippet the viewer highlights. A refusal with the
-    answering passage in hand is then still useful: the person sees it and judges."""
+    with the sentence it liked best as the snippet the viewer highlights and the paragraph,
+    list or code block around it as an offline answer would show it (extractive.passage_for).
+    A refusal with the answering passage in hand is then still useful: the person sees it,
+    its best sentence marked, and judges."""
     if k <= 0 or not sources:
         return []
-    best: dict[int, tuple[float, str]] = {}
+    best: dict[int, tuple[float, int, str]] = {}
     if reading is not None:
-        for (si, _, text), p in zip(reading.cands, reading.probs):
+        for (si, ki, text), p in zip(reading.cands, reading.probs):
             if si not in best or float(p) > best[si][0]:
-                best[si] = (float(p), text)
-    order = sorted(range(len(sources)), key=lambda i: (-best.get(i, (-1.0, ""))[0], i))[:k]
-    return [citation_for(n, sources[i], best.get(i, (0.0, ""))[1]) for n, i in enumerate(order, 1)]
+                best[si] = (float(p), ki, text)
+    order = sorted(range(len(sources)), key=lambda i: (-best.get(i, (-1.0, 0, ""))[0], i))[:k]
+    out = []
+    for n, i in enumerate(order, 1):
+        if i not in best:
+            out.append(citation_for(n, sources[i], ""))
+            continue
+        _, k_i, sentence = best[i]
+        passage, highlight = passage_for(sources[i].chunk.text, k_i, sentence)
+        c = citation_for(n, sources[i], highlight or sentence)
+        c.passage = passage or ""
+        out.append(c)
+    return out
 
 
 @dataclass

@@ -173,25 +173,10 @@ class ExtractiveAnswerer:
         si, k, sentence = ev.cands[best]
         text = sources[si].chunk.text if sources else ""
         wide = (context or {}).get(si) or text
-        segs = split_sentences(text) if sources else []
         also = [ev.cands[i][1] for i in chosen[1:] if ev.cands[i][0] == si]
-        passage = None
-        if sources:
-            code_read_with_intro = 0 < k < len(segs) and _is_code(segs[k]) and _flat(segs[k]) != sentence
-            passage = answer_passage(text, k - 1 if code_read_with_intro else k,
-                                     also + ([k] if code_read_with_intro else []), context=wide)
-            if passage and code_read_with_intro and _flat(segs[k]) not in " ".join(passage.split()):
-                # the code block the reader read with this introduction: shown after it, whole
-                block = next((b for b in _blocks(wide) if _flat(segs[k]) in " ".join(b.split())), segs[k])
-                passage = passage.rstrip() + "\n" + (block if len(block) <= MAX_PASSAGE_CHARS else segs[k].strip())
+        passage, highlight = passage_for(text, k, sentence, also, wide) if sources else (None, sentence)
         lead = passage or sentence
         n = si + 1
-        highlight = _flat(segs[k]) if 0 <= k < len(segs) else sentence
-        if _is_code(highlight) and not _is_code(sentence):
-            highlight = sentence
-        if wide is not text and highlight:
-            # a chunk's first or last "sentence" may be a piece of one the document completes
-            highlight = next((f for f in map(_flat, split_sentences(wide)) if highlight in f), highlight)
         # the citation's snippet, which the page viewer highlights, is the sentence that answers;
         # the answer shows the passage around it
         src_flat = " ".join(wide.split())
@@ -199,12 +184,21 @@ class ExtractiveAnswerer:
         parts, snippets = [cite_each(lead, n)], {n: snip}
         shown = " ".join(lead.split())
         for i in chosen[1:]:
-            sj, _, s = ev.cands[i]
+            sj, kj, s = ev.cands[i]
             intro, fence, code = s.partition("```")
             if fence and intro.strip() and intro.strip() in shown:
                 s = fence + code  # a code block read with its introduction, which is shown already
             if s in shown:
                 continue  # inside the passage already
+            if fence and sources:
+                # read flat, shown with its lines: a code block stays a block
+                src_segs = split_sentences(sources[sj].chunk.text)
+                raw = [x.strip() for x in src_segs[max(kj - 1, 0):kj + 1] if _flat(x) in s]
+                if raw and _flat("\n".join(raw)) == _flat(s):
+                    parts.append(cite_each("\n".join(raw), sj + 1))
+                    shown += " " + s
+                    snippets[sj + 1] = (snippets.get(sj + 1, "") + " " + s).strip()
+                    continue
             parts.append(cite(s, sj + 1))
             shown += " " + s
             snippets[sj + 1] = (snippets.get(sj + 1, "") + " " + s).strip()
@@ -376,6 +370,31 @@ def cite_each(text: str, n: int) -> str:
         if body:
             out.append(cite(body, n) + seg[len(body):])
     return "".join(out).rstrip()
+
+
+def passage_for(text: str, k: int, sentence: str, also: list[int] | None = None,
+                context: str | None = None) -> tuple[str | None, str]:
+    """(the passage that shows sentence `k` of `text` as a person reads it, the sentence to
+    highlight in it): answer_passage's block, and when the reader read a code block with the
+    sentence introducing it (`sentence` is both), the block whole after that sentence. The
+    highlight is the document's whole sentence where the chunk held only a piece of it. The
+    one rule for an offline answer's passage and for each closest passage of an abstention."""
+    segs = split_sentences(text)
+    wide = context or text
+    code_read_with_intro = 0 < k < len(segs) and _is_code(segs[k]) and _flat(segs[k]) != sentence
+    passage = answer_passage(text, k - 1 if code_read_with_intro else k,
+                             (also or []) + ([k] if code_read_with_intro else []), context=wide)
+    if passage and code_read_with_intro and _flat(segs[k]) not in " ".join(passage.split()):
+        # the code block the reader read with this introduction: shown after it, whole
+        block = next((b for b in _blocks(wide) if _flat(segs[k]) in " ".join(b.split())), segs[k])
+        passage = passage.rstrip() + "\n" + (block if len(block) <= MAX_PASSAGE_CHARS else segs[k].strip())
+    highlight = _flat(segs[k]) if 0 <= k < len(segs) else sentence
+    if _is_code(highlight) and not _is_code(sentence):
+        highlight = sentence
+    if wide is not text and highlight:
+        # a chunk's first or last "sentence" may be a piece of one the document completes
+        highlight = next((f for f in map(_flat, split_sentences(wide)) if highlight in f), highlight)
+    return passage, highlight
 
 
 def answer_passage(text: str, k: int, also: list[int] | None = None, context: str | None = None) -> str | None:

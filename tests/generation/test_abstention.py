@@ -43,6 +43,11 @@ def test_abstention_lists_the_closest_passages_and_cites_nothing(ws):
     top = a.closest[0]
     assert top.source == "volcanoes.md" and top.section == "Volcanoes of Iceland"
     assert "130 volcanoes" in top.snippet  # the sentence nearest the question is what is highlighted
+    # shown inside its paragraph, as an offline answer would be, that sentence in bold
+    assert top.snippet in " ".join(top.passage.split()) and "Tourists like to watch" in top.passage
+    from rag_core.render import passage_markdown
+
+    assert "**Iceland has about 130 volcanoes\\.**" in passage_markdown(top.passage, top.snippet)
     assert [c.n for c in a.closest] == list(range(1, len(a.closest) + 1))
     # the closest passage is openable like a citation: the viewer's access check applies
     assert ws.cited_context(a.closest[0], caller=OP)

@@ -69,7 +69,8 @@ def test_a_how_to_question_gets_the_command_and_its_explanation(ws):
     assert a.claims and all(c.label == "supported" for c in a.claims)  # verbatim: backed by its source
     assert a.citations and "read.csv" in a.citations[0].snippet
     md = answer_markdown(a)
-    assert '` df <- read.csv("data.csv", header = TRUE) summary(df) `' in md  # shown as code, not escaped prose
+    # shown as a code block, its lines kept, never as escaped prose
+    assert '\n```\ndf <- read.csv("data.csv", header = TRUE)\nsummary(df)\n```' in md
 
 
 def test_a_code_block_is_read_with_the_sentence_introducing_it_never_bare(ws):
