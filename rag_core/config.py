@@ -39,10 +39,10 @@ class Settings(BaseSettings):
     # combined with the feature reranker (SciFact test nDCG@10 0.7411, p95 235 ms per query,
     # vs 0.7288 for "features" alone; the reader's first epoch read 20 for 0.7398 at 405 ms);
     # "features" = offline logistic reranker over retrieval features;
-    # "cross-encoder" = a sentence-transformers CrossEncoder at RAG_RERANKER_MODEL;
     # "llm" = the configured chat model rates relevance; "none" = fused ranking only.
-    reranker: Literal["features", "reader", "cross-encoder", "llm", "none"] = "reader"
-    reranker_model: str | None = None
+    # (A sentence-transformers "cross-encoder" option was removed: it needed torch, which no
+    # requirements file installs; the reader is our own cross-encoder, shipped as ONNX.)
+    reranker: Literal["features", "reader", "llm", "none"] = "reader"
 
     # Limits: bad input is refused with a reason instead of exhausting the machine.
     max_file_mb: int = Field(default=200, ge=1)

@@ -182,6 +182,16 @@ def answer_markdown(answer: Answer) -> str:
     return join_blocks(blocks)
 
 
+def draft_markdown(text: str) -> str:
+    """Text still streaming in, as the answer will render: code as code (an unclosed fence as
+    a block so far), lists as lists, markers as superscripts, everything else escaped."""
+    blocks: list[tuple[str, str]] = []
+    for sent in answer_sentences(text):
+        nums = list(dict.fromkeys(int(x) for x in re.findall(r"\[(\d{1,3})\]", sent)))
+        blocks += _decorated(sent, nums, "", False)
+    return join_blocks(blocks)
+
+
 def join_blocks(blocks: list[tuple[str, str]]) -> str:
     """Blocks as one Markdown text: prose runs into one paragraph, items into one list, each
     code block apart."""

@@ -170,3 +170,11 @@ def test_a_closest_passage_shows_its_blocks_and_its_best_sentence():
                                   "left, right, top may be used.", "The keywords left, right, top may be used."))
     assert "<pre><code>set key top left\n</code></pre>" in out
     assert "<strong>The keywords left, right, top may be used.</strong>" in out
+
+
+def test_a_streaming_draft_renders_code_as_code_before_its_fence_closes():
+    from rag_core.render import draft_markdown
+
+    out = render(draft_markdown("Use this [1]:\n```python\nimport os\nprint(os.sep)"))
+    assert '<pre><code class="language-python">import os\nprint(os.sep)\n</code></pre>' in out
+    assert "<p>Use this: [¹]</p>" in out

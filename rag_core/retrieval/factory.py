@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..config import Settings
 from ..errors import GroundworkError
-from .rerank import CrossEncoderReranker, FeatureReranker, LLMReranker, ReaderReranker, load_weights
+from .rerank import FeatureReranker, LLMReranker, ReaderReranker, load_weights
 
 
 def make_reranker(settings: Settings, store, chat_model=None):
@@ -18,10 +18,6 @@ def make_reranker(settings: Settings, store, chat_model=None):
         from ..reader import get_reader
 
         return ReaderReranker(get_reader(settings.reader_threads), base)
-    if settings.reranker == "cross-encoder":
-        if not settings.reranker_model:
-            raise GroundworkError("RAG_RERANKER=cross-encoder needs RAG_RERANKER_MODEL (a local model path or name)")
-        return CrossEncoderReranker(settings.reranker_model)
     if settings.reranker == "llm":
         if chat_model is None:
             raise GroundworkError("RAG_RERANKER=llm needs an LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL")

@@ -1,4 +1,5 @@
-"""Rerankers: one small interface, three providers.
+"""Rerankers: one small interface, three providers (and `ReaderReranker`, the default: our
+reader model on the top candidates, combined with the feature reranker).
 
 - `FeatureReranker` (offline default): no cross-encoder ships in any PyPI package we can use
   (DESIGN.md §8), so it combines signals we already have for every candidate: the bi-encoder
@@ -7,7 +8,8 @@
   model over those features gives P(relevant) in [0, 1], which makes one threshold
   meaningful across knowledge bases. Weights are fitted by benchmarks/train_reranker.py on
   SciFact *train* claims (never the test queries) and checked on SciFact test and Vaswani.
-- `CrossEncoderReranker`: a sentence-transformers CrossEncoder where the user has one.
+- A sentence-transformers CrossEncoder option was removed (issue 40): it needed torch, which no
+  requirements file installs, and the reader reranker is our own cross-encoder, shipped as ONNX.
 - `LLMReranker`: asks the configured chat model for 0–10 relevance, blended with retrieval.
 """
 
@@ -23,7 +25,6 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
-from ..errors import MissingDependency
 from ..models import ScoredChunk
 from ..text.analysis import analyze, term_weights
 
@@ -139,30 +140,6 @@ class ReaderReranker:
         for c in tail:
             c.scores["rerank"] = c.score = min(c.score, floor) * 0.999
         return sorted(head, key=lambda c: (-c.score, c.chunk.chunk_id)) + tail
-
-
-class CrossEncoderReranker:
-    """A sentence-transformers CrossEncoder (any local model path or name)."""
-
-    name = "cross-encoder"
-
-    def __init__(self, model: str):
-        try:
-            from sentence_transformers import CrossEncoder
-        except ImportError as exc:
-            raise MissingDependency(
-                "the cross-encoder reranker needs sentence-transformers: pip install sentence-transformers"
-            ) from exc
-        self.model = CrossEncoder(model)
-
-    def rerank(self, query: str, candidates: list[ScoredChunk]) -> list[ScoredChunk]:
-        if not candidates:
-            return []
-        raw = self.model.predict([(query, c.chunk.index_text()) for c in candidates])
-        for c, s in zip(candidates, np.asarray(raw, dtype=np.float64).reshape(-1)):
-            c.scores["rerank"] = float(1 / (1 + math.exp(-s)))  # logits → [0, 1]
-            c.score = c.scores["rerank"]
-        return sorted(candidates, key=lambda c: (-c.score, c.chunk.chunk_id))
 
 
 _NUMBER = re.compile(r"\b(10|[0-9])(?:\.\d+)?\b")

@@ -482,3 +482,23 @@ def test_benchmark_citation_validity_checks_the_cited_text(ws):
     # two sentences of one passage that are not next to each other (extractive snippets join them)
     two = "The Seine flows through Paris. Paris is the capital of France."
     assert citation_valid(replace(c, snippet=two), chunk) and two not in chunk.text
+
+
+def test_code_reaches_the_model_fenced_and_its_code_renders_as_code(tmp_path):
+    # a scripted chat model (LangChain's fake: no paid API here) that answers with a fenced block
+    from rag_core.render import answer_markdown
+
+    w = Workspace(get_settings(tmp_path / "data"))
+    w.create_kb("gnuplot", caller=OP)
+    (tmp_path / "key.md").write_text("# Legend\n\nTo move the legend to the top left corner, use:\n\n"
+                                     "```\nset key top left\n```\n\nThe key is drawn inside the plot by default.\n")
+    w.ingest("gnuplot", [tmp_path / "key.md"], caller=OP)
+    chat = RecordingChat(responses=["To move the legend to the top left corner, use [1]:\n```\nset key top left\n```"])
+    chat.seen.clear()
+    a = engine(w, chat).answer(w.answer_request(["gnuplot"], "How do I move the legend to the top left?", caller=OP))
+    system, user = chat.seen[-1][0].content, chat.seen[-1][1].content
+    assert "```\nset key top left\n```" in user  # the source's code block, fenced, lines kept
+    assert "fenced block" in system  # the model is asked to write code as code
+    assert not a.abstained and a.claims and all(c.label == "supported" for c in a.claims)
+    assert "\n```\nset key top left\n```" in answer_markdown(a)
+    w.close()
