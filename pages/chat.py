@@ -18,8 +18,8 @@ from rag_core.errors import GroundworkError
 from rag_core.feedback import REASONS
 from rag_core.models import conflict_note
 from rag_core.models import Answer, Citation
-from rag_core.render import (CLOSEST_HEADING, answer_markdown, escape_md, marker_text, passage_markdown, plain_answer,
-                             timing_markdown)
+from rag_core.render import (CLOSEST_HEADING, answer_markdown, draft_markdown, escape_md, marker_text,
+                             passage_markdown, plain_answer, timing_markdown)
 
 ws = workspace()
 me = caller()
@@ -331,11 +331,13 @@ def stream_answer(req) -> Answer:
         if ev.kind == "token":
             text += ev.text
             if time.perf_counter() - shown > 0.05:  # at most ~20 redraws a second
-                body.markdown(escape_md(text) + " ▌")
+                md = draft_markdown(text)
+                # after a code block the cursor goes on its own line: "``` ▌" would not close it
+                body.markdown(md + ("\n\n▌" if md.endswith("```") else " ▌"))
                 shown = time.perf_counter()
         elif ev.kind == "restart":
             text = ev.text
-            body.markdown(escape_md(text))
+            body.markdown(draft_markdown(text))
         elif ev.kind == "status":
             status.caption(f":material/progress_activity: {escape_md(ev.text)}")
         elif ev.kind == "notice":

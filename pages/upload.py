@@ -9,7 +9,7 @@ import streamlit as st
 
 from pages.common import caller, friendly_errors, kb_names, toast_and_rerun, workspace
 from rag_core.ingest.loaders import SUPPORTED_EXTENSIONS
-from rag_core.render import escape_md
+from rag_core.render import escape_md, ocr_note
 
 ws = workspace()
 me = caller()
@@ -63,8 +63,9 @@ if files and st.button(f"Add {len(files)} file(s) to {kb.name}", type="primary")
 
 
 def report_frame(job) -> pd.DataFrame:
+    # "OCR": which pages had no text layer and were read from their image (may hold misreadings)
     return pd.DataFrame([{"file": r["file"], "result": r["status"], "pages": r["pages"], "chunks": r["chunks"],
-                          "reason": r["reason"]} for r in job.reports])
+                          "OCR": ocr_note(r.get("ocr_pages") or []), "reason": r["reason"]} for r in job.reports])
 
 
 def jobs_panel() -> None:
@@ -128,7 +129,12 @@ def documents_panel() -> None:
     if not docs:
         st.caption("No documents yet.")
     share = ws.indexing_progress([kb.name], caller=me) if docs else None
-    if share is not None:
+    if share is not None and active:
+        # One progress figure: while an upload runs, its bar above is the figure (a second,
+        # knowledge-base-wide percentage here read "Indexing 30%" beside the bar's 91%).
+        st.caption("Vectors are being computed (progress above): every listed document is searchable by its "
+                   "words meanwhile; answers may still improve until it ends.")
+    elif share is not None:
         st.caption(f"Indexing {share:.0%}: every listed document is searchable by its words; answers may still "
                    "improve while the rest of the vectors are computed.")
     # A page of rows, not thousands: a 5,000-record upload made 5,000 rows of widgets, redrawn

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import difflib
 import io
+import json
 import re
 import threading
 import unicodedata
@@ -141,14 +142,31 @@ def merge_boxes(boxes: list[tuple[int, int, int, int]]) -> list[tuple[int, int, 
     return out
 
 
+def stored_ocr_lines(path: Path, page: int) -> list | None:
+    """The OCR lines ingestion kept for this page of a stored original (ingest.pipeline's
+    sidecar), as OcrLine; None when none were kept (a file ingested before, or a text page)."""
+    from .ingest.ocr import OcrLine
+    from .ingest.pipeline import ocr_sidecar
+
+    side = ocr_sidecar(path)
+    try:
+        lines = json.loads(side.read_text()).get(str(page)) if side.exists() else None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(lines, list):
+        return None
+    return [OcrLine(str(t), tuple(float(v) for v in box), 1.0) for t, box in lines]
+
+
 def render_pdf_page(path: Path, page: int, passage: str, scale: float = 1.6, ocr: bool = True) -> PageView:
     """One page of a PDF as a PNG, with the passage (when it is on this page) highlighted.
-    A page without a text layer is read by OCR (when `ocr`) and the passage marked on the
-    OCR's text lines, as ingestion read it."""
+    A page without a text layer is marked on the OCR lines ingestion kept for it, or, where it
+    kept none, read by OCR again (when `ocr`), as ingestion read it."""
     from PIL import Image, ImageDraw
 
     pdfium, raw = _import_pdfium()
     scan = None
+    kept = None
     with _PDFIUM:
         pdf = pdfium.PdfDocument(str(path))
         try:
@@ -169,12 +187,18 @@ def render_pdf_page(path: Path, page: int, passage: str, scale: float = 1.6, ocr
             elif ocr:
                 from .ingest.ocr import OCR_SCALE
 
-                scan = pg.render(scale=OCR_SCALE).to_pil()
+                kept = stored_ocr_lines(path, page)
+                if kept is None:
+                    scan = pg.render(scale=OCR_SCALE).to_pil()
             textpage.close()
             pg.close()
         finally:
             pdf.close()
-    if scan is not None:  # OCR outside the PDFium lock: it takes a second and needs no PDFium
+    if kept is not None:
+        from .ingest.ocr import OCR_SCALE
+
+        boxes, matched = _ocr_boxes(kept, passage, scale / OCR_SCALE)
+    elif scan is not None:  # OCR outside the PDFium lock: it takes a second and needs no PDFium
         from .ingest.ocr import OCR_SCALE, get_engine
 
         try:
@@ -193,7 +217,8 @@ def render_pdf_page(path: Path, page: int, passage: str, scale: float = 1.6, ocr
         img = Image.alpha_composite(img, overlay)
     buf = io.BytesIO()
     img.convert("RGB").save(buf, format="PNG", optimize=False)
-    return PageView(buf.getvalue(), page, pages, img.width, img.height, boxes, matched, has_text, ocr=scan is not None)
+    return PageView(buf.getvalue(), page, pages, img.width, img.height, boxes, matched, has_text,
+                    ocr=scan is not None or kept is not None)
 
 
 def highlight_band(view: PageView, margin: int = 60, min_height: int = 240) -> bytes | None:

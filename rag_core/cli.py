@@ -178,10 +178,13 @@ def cmd_ingest(args) -> int:
         "failed": sum(r.status == "failed" for r in stats.reports),
         "files_report": reports,
     }
+    from .render import ocr_note
+
     lines = []
     for r in stats.reports:
         if r.status == "ingested":
-            lines.append(f"  ingested   {r.file}  ({r.pages} pages, {r.chunks} chunks, {len(r.doc_ids)} documents)")
+            lines.append(f"  ingested   {r.file}  ({r.pages} pages, {r.chunks} chunks, {len(r.doc_ids)} documents"
+                         + (f"; {ocr_note(r.ocr_pages)}" if r.ocr_pages else "") + ")")
         elif r.status == "duplicate":
             lines.append(f"  duplicate  {r.file}  ({r.reason})")
         else:

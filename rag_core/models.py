@@ -189,6 +189,7 @@ class FileReport:
     pages: int = 0
     chunks: int = 0
     seconds: float = 0.0
+    ocr_pages: list[int] = field(default_factory=list)  # pages read by OCR (no text layer)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

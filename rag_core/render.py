@@ -243,6 +243,24 @@ def timing_markdown(timings_ms: dict) -> str:
     return "\n".join(rows)
 
 
+def pages_text(pages: list[int]) -> str:
+    """1-based page numbers as a person writes them: "1", "1–3", "2, 5–7"."""
+    runs: list[list[int]] = []
+    for p in sorted(set(pages)):
+        if runs and p == runs[-1][1] + 1:
+            runs[-1][1] = p
+        else:
+            runs.append([p, p])
+    return ", ".join(f"{a}" if a == b else f"{a}–{b}" for a, b in runs)
+
+
+def ocr_note(pages: list[int]) -> str:
+    """The ingest report's line for pages read by OCR (their text may hold misreadings)."""
+    if not pages:
+        return ""
+    return f"read by OCR: page{'s' if len(pages) > 1 else ''} {pages_text(pages)}"
+
+
 def saved_message(before, after) -> str:
     """What a save changed, named: "Access changes apply at once" only when access changed."""
     named = [label for label, changed in (

@@ -174,9 +174,10 @@ class Workspace:
     def delete_kb(self, name_or_id: str, *, caller: Caller) -> None:
         kb = self.writable_kb(name_or_id, caller=caller)
         self.store.delete_kb(kb.kb_id)
+        from .ingest.pipeline import remove_original
+
         for doc in self.appdb.list_documents(kb.kb_id, status=None):
-            if doc.stored_path:
-                Path(doc.stored_path).unlink(missing_ok=True)
+            remove_original(doc)
         self.appdb.delete_kb_row(kb.kb_id)
 
     def last_kbs(self, *, caller: Caller) -> list[str]:

@@ -545,6 +545,16 @@ def test_a_document_searchable_before_its_vectors_is_listed_with_the_indexing_sh
     captions = [c.value for c in at.caption]
     assert any(c.startswith("Indexing 50%") for c in captions), captions
     assert any("searchable, vectors being computed" in c for c in captions)
+    # while an upload runs, its bar is the one progress figure: no second percentage below it
+    kb_id = ws.get_kb("Geo", caller=Caller.operator()).kb_id
+    ws.jobs.submit(kb_id, [("more.md", b"# More\n\nMore text.\n")], None)
+    job = ws.jobs.claim_next()  # held by this process's live lease: the app's worker leaves it
+    ws.jobs.set_progress(job.job_id, phase="embedding", chunks_done=9, chunks_total=10)
+    at.run()
+    captions = [c.value for c in at.caption]
+    assert not any(c.startswith("Indexing") for c in captions), captions
+    assert any(c.startswith("Vectors are being computed (progress above)") for c in captions), captions
+    ws.jobs.finish(job.job_id, "cancelled")
     ws.fill_vectors("Geo", caller=Caller.operator())
     at.run()
     assert not any(c.value.startswith("Indexing") for c in at.caption)

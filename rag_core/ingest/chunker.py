@@ -148,6 +148,13 @@ def _closes_fence(line: str, opening: str) -> bool:
     return bool(m) and m.group(1)[0] == opening[0] and len(m.group(1)) >= len(opening) and not line.strip().strip(opening[0])
 
 
+# A "heading" that is only numbers and leaders names no section: a data line ("# 1 2 3 4", a
+# comment in gnuplot's manual) or an index entry ("# . . . . 62") read as Markdown. As section
+# paths they labelled hundreds of passages "1 2 3 4 > Key". One number ("# 2024", "# 3.1") stays
+# a heading.
+_NOT_A_TITLE = re.compile(r"[\s.·…]*(?:\d+[.,;:]?\s+)+\d+[\s.·…]*|[\d\s]*(?:\.\s*){3,}[\d\s,.–-]*")
+
+
 def _parse_blocks(t: _Text, max_heading: int) -> list[_Block]:
     lines = t.lines
     n = len(lines)
@@ -166,7 +173,8 @@ def _parse_blocks(t: _Text, max_heading: int) -> list[_Block]:
                 j += 1
             j = min(j + 1, n)  # include the closing fence; an unclosed fence runs to the end
             kind = "code"
-        elif first == "#" and (m := _HEADING.match(line)) and len(stripped) <= max_heading:
+        elif (first == "#" and (m := _HEADING.match(line)) and len(stripped) <= max_heading
+              and not _NOT_A_TITLE.fullmatch(m.group(2).strip())):
             blocks.append(_Block("heading", i, i + 1, t.line_start(i), t.line_end(i), len(m.group(1)), m.group(2).strip()))
             i += 1
             continue

@@ -386,3 +386,23 @@ def test_a_sentence_running_on_to_the_next_page_stays_whole():
     assert c.page_start == 1 and c.page_end >= 2
     assert len(chunk(doc_of("A page that ends a sentence here.", "starts lowercase after it."),
                      chunk_size=2000)[0].text.split("\n\n")) == 2  # a finished sentence still ends its paragraph
+
+
+def test_a_run_of_numbers_or_an_index_leader_is_never_a_heading(tmp_path):
+    """gnuplot's manual prints a data-file comment "# 1 2 3 4" and asymptote's index an entry
+    "# . . . 62": read as Markdown headings they named hundreds of passages' sections
+    ("1 2 3 4 > Key"). In Markdown the rule is the chunker's; in a PDF the page's own "#"
+    never becomes one of our headings at all."""
+    md = LoadedDocument(source="m.md", title="M", mime="text/markdown", pages=[
+        "# Data files\n\nComments start with #:\n\n# 1 2 3 4\n\nis a comment line.\n\n## Key\n\nThe key is the legend.\n\n"
+        "# . . . . . . 62\n\nAn index.\n\n# 2024\n\nA year is a fine heading.\n"])
+    sections = {c.section for c in chunk_document(md, doc_id="d", kb_id="k", chunk_size=200, chunk_overlap=0)}
+    assert not any("1 2 3 4" in s or ". . ." in s for s in sections), sections
+    assert "Data files > Key" in sections and "2024" in sections
+    path = tmp_path / "gnuplot.pdf"
+    path.write_bytes(make_pdf(["[h]Datafile comments", "Lines starting with # are comments, so\n# 1 2 3 4\n"
+                               "is skipped.\n[h]Key\nThe key is the legend of the plot."]))
+    doc = load_file(path)[0]
+    chunks = chunk_document(doc, doc_id="d", kb_id="k", chunk_size=300, chunk_overlap=0)
+    assert all("1 2 3 4" not in c.section for c in chunks), [c.section for c in chunks]
+    assert any(c.section.endswith("Key") for c in chunks) and any("# 1 2 3 4" in c.text for c in chunks)

@@ -4,6 +4,8 @@ ship in the rapidocr-onnxruntime wheel)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
@@ -84,12 +86,21 @@ def test_blank_image_pages_give_a_clear_reason(tmp_path):
         load_file(f, ocr=True)
 
 
-def test_scanned_page_is_searchable_cited_as_ocr_and_highlighted(tmp_path):
+def test_scanned_page_is_searchable_cited_as_ocr_and_highlighted(tmp_path, monkeypatch):
     ws = Workspace(get_settings(tmp_path / "data"))
     ws.create_kb("Manuals", caller=OP)
     f = scanned_pdf(tmp_path / "pump-manual.pdf", pages=2)
     rep = ws.ingest("Manuals", [f], caller=OP).reports[0]
     assert rep.status == "ingested", rep.reason
+    assert rep.ocr_pages == [1, 2]  # the report says which pages OCR read
+    # the viewer's first look at a scanned page uses the lines ingestion read: with the OCR
+    # engine gone, the citation is still marked
+    import rag_core.ingest.ocr as ocr_mod
+
+    def no_engine():
+        raise AssertionError("the page was read by OCR again")
+
+    monkeypatch.setattr(ocr_mod, "get_engine", no_engine)
     hits = ws.search(["Manuals"], "impeller seal", mode="keyword", k=3, caller=OP).results
     assert hits and "impeller seal" in hits[0].chunk.text.lower() and hits[0].chunk.chunk_type == "ocr"
     a = ws.ask(["Manuals"], "How often should the impeller seal be replaced?", caller=OP)
@@ -105,6 +116,12 @@ def test_scanned_page_is_searchable_cited_as_ocr_and_highlighted(tmp_path):
         return any(b[1] <= y <= b[3] for b in view.boxes)
 
     assert covered(1) and not covered(3), (a.text, view.boxes)
+    from rag_core.ingest.pipeline import ocr_sidecar
+
+    doc = ws.appdb.get_document(ws.get_kb("Manuals", caller=OP).kb_id, c.doc_id)
+    assert ocr_sidecar(Path(doc.stored_path)).exists()
+    ws.delete_document("Manuals", c.doc_id, caller=OP)  # what was kept beside the file goes with it
+    assert not ocr_sidecar(Path(doc.stored_path)).exists() and not Path(doc.stored_path).exists()
     ws.close()
 
 

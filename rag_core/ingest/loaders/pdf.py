@@ -91,9 +91,10 @@ def _load_pdf(path: Path, source: str, *, max_pages: int, password: str | None, 
         raise LoadError("could not extract text from any page (the PDF is damaged)")
     pages = structured_pages(page_lines)
     ocr_pages: list[int] = []
+    ocr_lines: dict[str, list] = {}
     blank = [i for i, p in enumerate(pages) if len("".join(p.split())) < MIN_CHARS_PER_PAGE]
     if ocr and blank:  # scans, and text drawn as outlines: OCR reads both
-        ocr_pages = _ocr_pages(path, password, blank, pages, on_progress)
+        ocr_pages = _ocr_pages(path, password, blank, pages, on_progress, ocr_lines)
     visible = sum(len("".join(p.split())) for p in pages)
     if visible < MIN_CHARS_PER_PAGE * page_count:
         has_images = _pdf_has_images(reader)
@@ -110,6 +111,9 @@ def _load_pdf(path: Path, source: str, *, max_pages: int, password: str | None, 
     metadata: dict = {"failed_pages": failed} if failed else {}
     if ocr_pages:
         metadata["ocr_pages"] = ocr_pages
+        # the lines and their boxes, kept with the original: the page viewer marks a citation
+        # on them without reading the page again (citation_view.render_pdf_page)
+        metadata["ocr_lines"] = ocr_lines
     if stated := _pdf_date(reader):
         metadata["date"] = stated
     unread = [n for n in failed if n not in ocr_pages]  # OCR may have read a page pypdf could not
@@ -145,10 +149,11 @@ def failed_pages_warning(pages: list[int]) -> str:
 
 
 def _ocr_pages(path: Path, password: str | None, blank: list[int], pages: list[str],
-               on_progress: Callable[[], None] | None) -> list[int]:
+               on_progress: Callable[[], None] | None, lines_out: dict[str, list] | None = None) -> list[int]:
     """OCR the pages (0-based) that have no text layer, in place; the 1-based numbers of the
-    pages that got text from it. Without the OCR engine the pages stay empty (and the file
-    is refused as image-only, as before)."""
+    pages that got text from it. `lines_out` receives each such page's OCR lines as
+    {"<page>": [[text, [x0, y0, x1, y1]], …]} (boxes in OCR_SCALE pixels). Without the OCR
+    engine the pages stay empty (and the file is refused as image-only, as before)."""
     from ..ocr import lines_text, ocr_pdf_page
 
     try:
@@ -163,7 +168,8 @@ def _ocr_pages(path: Path, password: str | None, blank: list[int], pages: list[s
         for i in blank:
             try:
                 page = pdf[i]
-                text = clean_pdf_text(lines_text(ocr_pdf_page(page)))
+                lines = ocr_pdf_page(page)
+                text = clean_pdf_text(lines_text(lines))
                 page.close()
             except MissingDependency as exc:
                 if len(blank) == len(pages):
@@ -176,6 +182,8 @@ def _ocr_pages(path: Path, password: str | None, blank: list[int], pages: list[s
             if len("".join(text.split())) >= MIN_CHARS_PER_PAGE:
                 pages[i] = text
                 done.append(i + 1)
+                if lines_out is not None:
+                    lines_out[str(i + 1)] = [[ln.text, [round(float(v), 1) for v in ln.box]] for ln in lines]
             if on_progress:
                 on_progress()
     finally:

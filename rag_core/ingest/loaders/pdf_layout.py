@@ -167,6 +167,9 @@ def heading_levels(pages: list[list[Line]], body: float) -> dict[float, int]:
     return {s: min(i + 1, 6) for i, s in enumerate(sorted(sizes, reverse=True))}
 
 
+_MARKDOWN_HEADING = re.compile(r"\s*#{1,6}(?:\s|$)")
+
+
 def render(lines: list[Line], body: float, levels: dict[float, int]) -> str:
     """One page as Markdown: fenced code runs, "#" headings, "- " bullets; other lines as they are."""
     texts = [x.text for x in lines]
@@ -202,6 +205,10 @@ def render(lines: list[Line], body: float, levels: dict[float, int]) -> str:
             out.append("#" * levels[size] + " " + " ".join(" ".join(texts[i:j]).split()))
             i = j
             continue
+        if kind == "text" and _MARKDOWN_HEADING.match(text):
+            # the page's own "#" (a comment in a code sample, an index entry for "#") is text:
+            # a zero-width space keeps it from reading as one of our Markdown headings
+            text = "\u200b" + text
         out.append(_BULLET.sub("- ", text) if kind == "text" else text)
         i += 1
     return "\n".join(out)
