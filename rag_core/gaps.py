@@ -30,7 +30,10 @@ _WORD = re.compile(r"[^\W\d_][\w'-]*[^\W_]")
 _QUESTION_WORDS = frozenset("how what when where which who whom whose why does did can could would should "
                             "many much there tell please".split())
 
-SIM = 0.55  # cosine of the question embeddings for one topic
+# cosine of the question embeddings for one topic: the lowest line that mixed no topics on the
+# train topics of benchmarks/topic_purity.py (0.55 before: the same purity, 1.0, on the test
+# topics, but a topic split into more groups: inverse purity 0.78 vs 0.91)
+SIM = 0.5
 PASSAGE_REASONS = ("wrong source", "not in my documents")
 assert set(PASSAGE_REASONS) <= set(REASONS)
 

@@ -109,3 +109,26 @@ def test_analytics_page_shows_the_gap_report(tmp_path, monkeypatch):
     frames = [df.value for df in at.dataframe]
     assert any("topic" in f.columns and f["questions"].tolist()[:1] == [3] for f in frames)
     st.cache_resource.clear()
+
+
+def test_the_labelled_topics_are_grouped_without_mixing_two(tmp_path):
+    """The clustering at the shipped line, with the real embedder, on the benchmark's labelled
+    test topics (benchmarks/data/topic_questions.jsonl, in the repo): no group mixes two topics
+    (purity 1.0, as benchmarks/topic_purity.py measures), and most topics stay whole."""
+    import json
+    from pathlib import Path
+
+    import numpy as np
+
+    from rag_core.embeddings import get_embedder
+    from rag_core.gaps import SIM, _cluster
+
+    data = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "topic_questions.jsonl"
+    rows = [json.loads(x) for x in data.read_text().splitlines() if x.strip()]
+    rows = [r for r in rows if r["split"] == "test"]
+    vecs = np.asarray(get_embedder(get_settings(tmp_path / "d")).embed_array([r["question"] for r in rows]))
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    groups = _cluster(vecs, SIM)
+    mixed = {g for g in groups if len({r["topic"] for r, h in zip(rows, groups) if h == g}) > 1}
+    assert not mixed
+    assert len(set(groups)) <= len({r["topic"] for r in rows}) + 4  # paraphrases mostly join
