@@ -17,6 +17,10 @@ _SENTENCE_END = re.compile(r"[.!?…]+[\"'”’»)\]]*\s+")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
 _BLOCK_LINE_START = re.compile(r"\n[ \t]*(?=#{1,6}[ \t]|[-*+][ \t]|\d{1,3}[.)][ \t]|\||```|~~~)")
 _FENCE_LINE = re.compile(r"(?m)^[ \t]*(?:```|~~~)[^\n]*$")
+# A Markdown heading is a line of its own: the text after it starts a sentence (PDF pages are
+# rendered "# Heading\nFirst sentence …" with no blank line, and the heading ran into the
+# section's first sentence, which then began with "#" and was never read as an answer).
+_HEADING_LINE = re.compile(r"(?m)^[ \t]*#{1,6}[ \t][^\n]*\n")
 _SENTENCE_OPENERS = frozenset("\"'“‘«([")
 # A period after these is rarely a sentence end ("Dr. Smith", "e.g. The", "Fig. 3").
 _ABBREVIATIONS = frozenset(
@@ -29,8 +33,9 @@ def sentence_starts(text: str, start: int = 0, end: int | None = None) -> list[i
     """Offsets in (start, end) where a new sentence begins.
 
     A sentence ends at . ! ? or … (plus closing quotes/brackets) followed by whitespace and
-    an uppercase letter, digit or opening quote; paragraph breaks and lines that start a
-    Markdown block (heading, list item, table row, fence) also start a sentence.
+    an uppercase letter, digit or opening quote; paragraph breaks, lines that start a
+    Markdown block (heading, list item, table row, fence) and the line after a heading also
+    start a sentence.
     """
     end = len(text) if end is None else end
     found: set[int] = set()
@@ -48,6 +53,10 @@ def sentence_starts(text: str, start: int = 0, end: int | None = None) -> list[i
         for m in pattern.finditer(text, start, end):
             if start < m.end() < end:
                 found.add(m.end())
+    fences = _fence_starts(text)
+    for m in _HEADING_LINE.finditer(text, start, end):
+        if start < m.end() < end and bisect_right(fences, m.start()) % 2 == 0:  # not a "# comment" in code
+            found.add(m.end())
     # What follows a closing fence starts a sentence too, blank line or not (PDF code blocks
     # are fenced inline): otherwise the prose after a block begins with its closing ```.
     after = _after_closing_fences(text)
@@ -62,6 +71,12 @@ def _after_closing_fences(text: str) -> list[int]:
     many small windows of one document, and a scan per window was quadratic (12x slower
     chunking on a 311-page manual)."""
     return [m.end() + 1 for i, m in enumerate(_FENCE_LINE.finditer(text)) if i % 2 == 1]
+
+
+@lru_cache(maxsize=8)
+def _fence_starts(text: str) -> list[int]:
+    """Offsets of every fence line, the whole text scanned once (see _after_closing_fences)."""
+    return [m.start() for m in _FENCE_LINE.finditer(text)]
 
 
 def _is_abbreviation(text: str, dot: int) -> bool:

@@ -378,3 +378,52 @@ def test_scan_upload_thread_title_comment_reload_and_rename(server, page, tmp_pa
     # still the same knowledge base on the page (a switch would show another one's name)
     expect(page.get_by_role("textbox", name="Name", exact=True)).to_have_value("Scanned manuals")
     page.screenshot(path=str(SHOTS / "7-renamed.png"), full_page=True)
+
+
+def test_a_manual_answer_shows_its_code_as_code(server, page, tmp_path, shot_on_failure):
+    """A newcomer's shape (issue 40): a manual page where a sentence announces code set in
+    monospace ("… we could fit this model as follows:"). The answer in the browser carries the
+    code as a block, its lines kept, under the sentence that announces it, never as escaped
+    prose run into it."""
+    import re
+
+    sys.path.insert(0, str(REPO))
+    from rag_core.access import Caller
+    from rag_core.config import get_settings
+    from rag_core.workspace import Workspace
+    from tests.helpers import make_pdf
+
+    url, _, data = server
+    pdf = tmp_path / "r-intro.pdf"
+    pdf.write_bytes(make_pdf(["[h]Generalized linear models\nSuppose we want to fit a Poisson regression of counts on "
+                              "treatment. Using the glm function we could fit this model as follows:\n"
+                              "[code]> fit <- glm(counts ~ treatment,\n[code]+            family = poisson())\n"
+                              "The fit object then holds the coefficients and their standard errors.\n"
+                              "[h]Data permanency\nObjects are kept in a workspace that can be saved between sessions."]))
+    ws = Workspace(get_settings(data))
+    try:
+        ws.create_kb("R manual", caller=Caller.operator())
+        assert ws.ingest("R manual", [pdf], caller=Caller.operator()).reports[0].status == "ingested"
+    finally:
+        ws.close()
+    page.goto(url)
+    page.get_by_role("button", name="New chat").first.click()
+    page.get_by_text("Answering from:").first.wait_for()
+    if page.get_by_text("Answering from:").filter(has_text="R manual").count() == 0:
+        # other knowledge bases exist (tests run in any order): add it to the sidebar's selection
+        page.locator("[data-testid=stSidebar] [data-testid=stMultiSelect]").first.click()
+        page.get_by_role("option", name="R manual", exact=True).click()
+        page.keyboard.press("Escape")
+    page.get_by_text("Answering from:").filter(has_text="R manual").wait_for()
+    box = page.get_by_placeholder("Ask a question about your documents")
+    box.fill("How do I fit a Poisson regression with glm?")
+    box.press("Enter")
+    reply = page.locator("[data-testid=stChatMessage]").nth(1)
+    reply.get_by_role("button", name=re.compile(r"r-intro\.pdf · p\. 1")).first.wait_for()
+    code = reply.locator("pre code")
+    code.first.wait_for()
+    assert "glm(counts ~ treatment," in code.first.inner_text() and "family = poisson())" in code.first.inner_text()
+    # the sentence that announces it is prose above the block, with no fence characters shown
+    assert reply.get_by_text("we could fit this model as follows").count() >= 1
+    assert "```" not in reply.inner_text()
+    page.screenshot(path=str(SHOTS / "8-code-answer.png"), full_page=True)

@@ -406,3 +406,12 @@ def test_a_run_of_numbers_or_an_index_leader_is_never_a_heading(tmp_path):
     chunks = chunk_document(doc, doc_id="d", kb_id="k", chunk_size=300, chunk_overlap=0)
     assert all("1 2 3 4" not in c.section for c in chunks), [c.section for c in chunks]
     assert any(c.section.endswith("Key") for c in chunks) and any("# 1 2 3 4" in c.text for c in chunks)
+
+
+def test_the_sentence_after_a_heading_line_is_its_own():
+    # PDF pages are rendered "# Heading\nFirst sentence" (no blank line): the heading ran into
+    # the section's first sentence, which began with "#" and was never read as an answer
+    assert split_sentences("# Quitting R\nTo quit the program the command is q().") == [
+        "# Quitting R", "To quit the program the command is q()."]
+    # a "# comment" line inside a code block is code, not a heading
+    assert "# comment\nx <- 1" in split_sentences("Use:\n```\n# comment\nx <- 1\n```\n")
