@@ -1,6 +1,16 @@
 import pytest
 
 
+def pytest_collection_modifyitems(config, items):
+    """Two workers (pytest-xdist, `-n 2 --dist loadgroup` in pytest.ini): a module's tests run
+    together on one worker, in order, so its module fixtures (a server, a workspace) are built
+    once; every module that uses a real Weaviate server shares one worker, so one server (and
+    one cluster) starts per run, not one per worker."""
+    for item in items:
+        uses_weaviate = {"weaviate_server", "weaviate_cluster"} & set(getattr(item, "fixturenames", ()))
+        item.add_marker(pytest.mark.xdist_group("weaviate" if uses_weaviate else item.module.__name__))
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item, call):
     # lets fixtures see whether the test body failed (the browser test saves a screenshot then)

@@ -178,9 +178,13 @@ class ExtractiveAnswerer:
         lead = passage or sentence
         n = si + 1
         # the citation's snippet, which the page viewer highlights, is the sentence that answers;
-        # the answer shows the passage around it
-        src_flat = " ".join(wide.split())
-        snip = highlight if sources and highlight and highlight in src_flat else _verbatim(lead, wide)
+        # the answer shows the passage around it. The snippet stays inside the cited chunk (the
+        # viewer and citation checks read it there): where the document's sentence runs beyond
+        # the chunk, the chunk's part of it.
+        src_flat = " ".join(text.split())
+        piece = _flat(split_sentences(text)[k]) if sources and 0 <= k < len(split_sentences(text)) else ""
+        snip = (highlight if sources and highlight and highlight in src_flat
+                else piece if piece and not _is_code(piece) else _verbatim(lead, wide))
         parts, snippets = [cite_each(lead, n)], {n: snip}
         shown = " ".join(lead.split())
         for i in chosen[1:]:

@@ -140,4 +140,5 @@ def test_a_passage_cut_by_the_chunker_is_read_in_the_document(tmp_path):
     assert a.grounding_score == 1.0 and all(c.label == "supported" for c in a.claims)
     assert [c.chunk_id for c in a.citations] == [top.chunk_id]  # the citation still names the passage found
     assert "This will record the entire session" in a.citations[0].snippet
+    assert a.citations[0].snippet in " ".join(top.text.split())  # the viewer finds it in the cited chunk
     w.close()
