@@ -89,7 +89,7 @@ def test_losing_a_node_under_load(weaviate_cluster, tmp_path):
     sys.path.insert(0, str(REPO))
     from benchmarks.cluster_fault import run_fault
 
-    r = run_fault(weaviate_cluster, tmp_path, docs=120, down_s=20.0)  # far longer than the store's 2 s failover probe
+    r = run_fault(weaviate_cluster, tmp_path, docs=80, down_s=8.0)  # four times the store's 2 s failover probe
     print(json.dumps(r, indent=2))
     assert r["replication_factor"] == 3
     assert r["ingest_exit"] == 0 and r["query_exit"] == 0  # both load processes ran to their end
