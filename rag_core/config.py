@@ -55,7 +55,9 @@ class Settings(BaseSettings):
     # ~1 s per page on 2 cores). Off: such files are refused as image-only, as before.
     ocr: bool = True
     ingest_timeout_s: float = Field(default=120.0, ge=0)
-    ingest_memory_mb: int = Field(default=2048, ge=256)
+    # 3 GB of address space: reading a scan by OCR reserves 1.7 GB (ONNX runtime and OpenCV
+    # mapped, 0.8 GB resident), which left a 2 GB cap too little room on a busy machine.
+    ingest_memory_mb: int = Field(default=3072, ge=256)
 
     # Identity used when the UI/CLI has no auth in front of it (rag_core/access.py). With no
     # identity at all, the CLI and the app without sign-in act as the local operator (sees and

@@ -24,7 +24,20 @@ from ..models import LoadedDocument
 log = logging.getLogger(__name__)
 
 
+_M_ARENA_MAX = -8  # glibc mallopt parameter
+
+
 def _serve(conn, memory_mb: int) -> None:  # pragma: no cover - runs in the child process
+    # The cap counts address space, and glibc gives each thread that contends for the heap an
+    # arena of its own (64 MB reserved each, up to 8 per core): OCR's ONNX threads on a busy
+    # machine then reserved past 2 GB (VmPeak 1.7 GB idle) and a one-page scan failed "needs
+    # more than the memory limit" while its heap held 0.8 GB. Two arenas bound that.
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").mallopt(_M_ARENA_MAX, 2)
+    except OSError:  # not glibc: no per-thread arenas to bound
+        pass
     limit = memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     import logging
@@ -80,7 +93,7 @@ def _neutral_main():
 
 
 class IsolatedLoader:
-    def __init__(self, timeout_s: float = 120.0, memory_mb: int = 2048):
+    def __init__(self, timeout_s: float = 120.0, memory_mb: int = 3072):
         self.timeout_s = timeout_s
         self.memory_mb = memory_mb
         self._proc = None
