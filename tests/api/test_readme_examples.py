@@ -22,8 +22,8 @@ def _address(base: str) -> str:
 
 
 def test_the_readmes_curl_examples_work(api):
-    if shutil.which("curl") is None:  # .ci/run installs it; a bare local machine may lack it
-        pytest.fail("curl is not installed: apt-get install curl (the README's examples use it)")
+    if shutil.which("curl") is None:  # .ci/run installs it, as it installs chromium for the browser tests
+        pytest.skip("curl is not installed (apt-get install curl): the README's curl examples need it")
     base, keys, _ = api
     block = readme_block("## HTTP API", "curl -s localhost:8000/v1/query")
     commands = re.findall(r"^(curl .*?\\\n.*?)(?:\s+#.*)?$", block, re.M)
