@@ -59,10 +59,25 @@ def answer_segments(answer: Answer) -> list[tuple[str, str]]:
 def _units(answer: Answer) -> list[tuple[str, list[int], str]]:
     """(sentence, its marker numbers once each, its label) per unit of the answer."""
     labels = {c.text: c.label for c in answer.claims}
-    # once each: a sentence citing one passage twice ("… [1] … [1].", or a model's "[1][1]")
-    # showed "[¹][¹]"
-    return [(sent, list(dict.fromkeys(int(x) for x in re.findall(r"\[(\d{1,3})\]", sent))), labels.get(plain(sent), ""))
-            for sent in answer_sentences(answer.text)]
+    return [(sent, _marker_nums(sent), labels.get(plain(sent), "")) for sent in answer_sentences(answer.text)]
+
+
+def _marker_nums(sent: str) -> list[int]:
+    """The marker numbers of a sentence, once each: a sentence citing one passage twice
+    ("… [1] … [1].", or a model's "[1][1]") showed "[¹][¹]"."""
+    return list(dict.fromkeys(int(x) for x in re.findall(r"\[(\d{1,3})\]", sent)))
+
+
+def _is_highlight(key: str, text: str) -> bool:
+    """Whether `text` is the highlighted sentence (`key`: its quotation_key), either holding
+    the other as read for quoting."""
+    s = quotation_key(text)
+    return bool(key and s and (s in key or key in s))
+
+
+def _longest_ticks(text: str) -> int:
+    """The longest run of backticks in `text`: a fence or code span must be longer."""
+    return max((len(m) for m in re.findall(r"`+", text)), default=0)
 
 
 _FENCE_MARK = re.compile(r"```+|~~~+")
@@ -82,7 +97,7 @@ def _escape_spaced(text: str) -> str:
 
 def _code_span(code: str) -> str:
     code = " ".join(code.split())
-    tick = "`" * (max((len(m) for m in re.findall(r"`+", code)), default=0) + 1)
+    tick = "`" * (_longest_ticks(code) + 1)
     return f"{tick} {code} {tick}"
 
 
@@ -107,7 +122,7 @@ def code_block(code: str) -> str:
     body = "\n".join(ln.rstrip() for ln in lines).strip("\n")
     if not body.strip():
         return ""
-    fence = "`" * max(3, max((len(m) for m in re.findall(r"`+", body)), default=0) + 1)
+    fence = "`" * max(3, _longest_ticks(body) + 1)
     return f"{fence}{lang}\n{body}\n{fence}"
 
 
@@ -176,9 +191,7 @@ def answer_markdown(answer: Answer) -> str:
     blocks: list[tuple[str, str]] = []
     for sent, nums, label in _units(answer):
         color = LABEL_COLOR.get(label, "")
-        s = quotation_key(sent)
-        bold = bool(key and s and (s in key or key in s) and not color)
-        blocks += _decorated(sent, nums, color, bold)
+        blocks += _decorated(sent, nums, color, not color and _is_highlight(key, sent))
     return join_blocks(blocks)
 
 
@@ -187,8 +200,7 @@ def draft_markdown(text: str) -> str:
     a block so far), lists as lists, markers as superscripts, everything else escaped."""
     blocks: list[tuple[str, str]] = []
     for sent in answer_sentences(text):
-        nums = list(dict.fromkeys(int(x) for x in re.findall(r"\[(\d{1,3})\]", sent)))
-        blocks += _decorated(sent, nums, "", False)
+        blocks += _decorated(sent, _marker_nums(sent), "", False)
     return join_blocks(blocks)
 
 
@@ -214,8 +226,7 @@ def passage_markdown(passage: str, highlight: str = "") -> str:
     key = quotation_key(highlight) if highlight else ""
     blocks: list[tuple[str, str]] = []
     for unit in split_units(passage):
-        s = quotation_key(unit)
-        blocks += _decorated(unit, [], "", bool(key and s and (s in key or key in s)))
+        blocks += _decorated(unit, [], "", _is_highlight(key, unit))
     return join_blocks(blocks)
 
 

@@ -182,7 +182,8 @@ class ExtractiveAnswerer:
         # viewer and citation checks read it there): where the document's sentence runs beyond
         # the chunk, the chunk's part of it.
         src_flat = " ".join(text.split())
-        piece = _flat(split_sentences(text)[k]) if sources and 0 <= k < len(split_sentences(text)) else ""
+        segs = split_sentences(text)
+        piece = _flat(segs[k]) if sources and 0 <= k < len(segs) else ""
         snip = (highlight if sources and highlight and highlight in src_flat
                 else piece if piece and not _is_code(piece) else _verbatim(lead, wide))
         parts, snippets = [cite_each(lead, n)], {n: snip}

@@ -53,30 +53,24 @@ def sentence_starts(text: str, start: int = 0, end: int | None = None) -> list[i
         for m in pattern.finditer(text, start, end):
             if start < m.end() < end:
                 found.add(m.end())
-    fences = _fence_starts(text)
+    fences, after = _fences(text)
     for m in _HEADING_LINE.finditer(text, start, end):
         if start < m.end() < end and bisect_right(fences, m.start()) % 2 == 0:  # not a "# comment" in code
             found.add(m.end())
     # What follows a closing fence starts a sentence too, blank line or not (PDF code blocks
     # are fenced inline): otherwise the prose after a block begins with its closing ```.
-    after = _after_closing_fences(text)
     found.update(p for p in after[bisect_right(after, start):bisect_left(after, end)])
     return sorted(found)
 
 
 @lru_cache(maxsize=8)
-def _after_closing_fences(text: str) -> list[int]:
-    """Offsets just after each closing fence line. Whether a fence closes depends on every
-    fence before it, so the whole text is scanned once and kept: the chunker asks about
-    many small windows of one document, and a scan per window was quadratic (12x slower
-    chunking on a 311-page manual)."""
-    return [m.end() + 1 for i, m in enumerate(_FENCE_LINE.finditer(text)) if i % 2 == 1]
-
-
-@lru_cache(maxsize=8)
-def _fence_starts(text: str) -> list[int]:
-    """Offsets of every fence line, the whole text scanned once (see _after_closing_fences)."""
-    return [m.start() for m in _FENCE_LINE.finditer(text)]
+def _fences(text: str) -> tuple[list[int], list[int]]:
+    """(offsets of every fence line, offsets just after each closing fence line). Whether a
+    fence closes depends on every fence before it, so the whole text is scanned once and kept:
+    the chunker asks about many small windows of one document, and a scan per window was
+    quadratic (12x slower chunking on a 311-page manual)."""
+    lines = list(_FENCE_LINE.finditer(text))
+    return [m.start() for m in lines], [m.end() + 1 for i, m in enumerate(lines) if i % 2 == 1]
 
 
 def _is_abbreviation(text: str, dot: int) -> bool:
@@ -94,7 +88,7 @@ def unit_starts(text: str) -> list[int]:
     one unit (a `# comment` or `- x` line inside it starts nothing), a bare list number
     ("2.") belongs to its item, and a sentence ending with ':' keeps the code block it
     introduces. The grain at which answers are cited, verified and shown."""
-    fences = [m.start() for m in _FENCE_LINE.finditer(text)]
+    fences = _fences(text)[0]
     blocks = [(fences[i], fences[i + 1]) for i in range(0, len(fences) - 1, 2)]
     out: list[int] = []
     prev = 0

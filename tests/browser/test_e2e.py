@@ -183,6 +183,22 @@ def select_kb_in_chat(page, name: str) -> None:
     page.get_by_text("Answering from:").filter(has_text=name).wait_for()
 
 
+def kb_with_file(data: Path, name: str, path: Path) -> None:
+    """A knowledge base holding one file, made by the Workspace on the server's data folder
+    (the app sees it on its next run): a test's own documents, whatever ran before it."""
+    sys.path.insert(0, str(REPO))
+    from rag_core.access import Caller
+    from rag_core.config import get_settings
+    from rag_core.workspace import Workspace
+
+    ws = Workspace(get_settings(data))
+    try:
+        ws.create_kb(name, caller=Caller.operator())
+        assert ws.ingest(name, [path], caller=Caller.operator()).reports[0].status == "ingested"
+    finally:
+        ws.close()
+
+
 def test_new_user_journey(server, page, tmp_path, shot_on_failure):
     url, _, _ = server
     page.goto(url)
@@ -302,20 +318,10 @@ def test_app_stays_responsive_during_a_large_ingest(server, page, tmp_path, shot
     import json
 
     url, _, data = server
-    sys.path.insert(0, str(REPO))
-    from rag_core.access import Caller
-    from rag_core.config import get_settings
-    from rag_core.workspace import Workspace
-
     # the other knowledge base, of its own (the tests run in any order)
     notes = tmp_path / "zen-notes.md"
     notes.write_text("# Zen\n\nFlat is better than nested. Readability counts.\n")
-    ws = Workspace(get_settings(data))
-    try:
-        ws.create_kb("Notes", caller=Caller.operator())
-        assert ws.ingest("Notes", [notes], caller=Caller.operator()).reports[0].status == "ingested"
-    finally:
-        ws.close()
+    kb_with_file(data, "Notes", notes)
     page.goto(url)
     create_kb_in_ui(page, "Bulk")
     corpus = tmp_path / "bulk.jsonl"
@@ -423,9 +429,6 @@ def test_a_manual_answer_shows_its_code_as_code(server, page, tmp_path, shot_on_
     import re
 
     sys.path.insert(0, str(REPO))
-    from rag_core.access import Caller
-    from rag_core.config import get_settings
-    from rag_core.workspace import Workspace
     from tests.helpers import make_pdf
 
     url, _, data = server
@@ -435,12 +438,7 @@ def test_a_manual_answer_shows_its_code_as_code(server, page, tmp_path, shot_on_
                               "[code]> fit <- glm(counts ~ treatment,\n[code]+            family = poisson())\n"
                               "The fit object then holds the coefficients and their standard errors.\n"
                               "[h]Data permanency\nObjects are kept in a workspace that can be saved between sessions."]))
-    ws = Workspace(get_settings(data))
-    try:
-        ws.create_kb("R manual", caller=Caller.operator())
-        assert ws.ingest("R manual", [pdf], caller=Caller.operator()).reports[0].status == "ingested"
-    finally:
-        ws.close()
+    kb_with_file(data, "R manual", pdf)
     page.goto(url)
     select_kb_in_chat(page, "R manual")
     box = page.get_by_placeholder("Ask a question about your documents")
