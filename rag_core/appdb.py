@@ -126,6 +126,8 @@ def _doc_from_row(r) -> Document:
         # folders from before document dates: the upload day, as the dates issue specifies
         date=r["doc_date"] or upload_day(r["created_at"]),
         date_source=r["date_source"] or "upload",
+        language=r["language"] or "",
+        language_source=r["language_source"] or "detected",
     )
 
 
@@ -136,7 +138,7 @@ class AppDB:
         db.executescript(SCHEMA)
         db.add_columns("kbs", {"retention_days": "INTEGER NOT NULL DEFAULT 0"})
         db.add_columns("documents", {"lease_owner": "TEXT", "lease_until": "REAL", "doc_date": "TEXT",
-                                     "date_source": "TEXT"})
+                                     "date_source": "TEXT", "language": "TEXT", "language_source": "TEXT"})
         self.leases = Leases.of(db, lease_seconds)
 
     # ---- knowledge bases -------------------------------------------------------------
@@ -278,11 +280,11 @@ class AppDB:
             c.execute(
                 "INSERT INTO documents (doc_id, kb_id, source, title, mime, sha256, pages, chunks, status, reason, "
                 "created_at, tenant, acl_users, acl_groups, stored_path, lease_owner, lease_until, doc_date, "
-                "date_source) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "date_source, language, language_source) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (doc.doc_id, doc.kb_id, doc.source, doc.title, doc.mime, doc.sha256, doc.pages, doc.chunks,
                  "indexing", "", doc.created_at, doc.tenant, json.dumps(doc.acl_users), json.dumps(doc.acl_groups),
                  doc.stored_path, self.leases.owner, self.leases.until(), doc.date or upload_day(doc.created_at),
-                 doc.date_source),
+                 doc.date_source, doc.language, doc.language_source),
             )
         self.leases.started()
 
@@ -290,6 +292,26 @@ class AppDB:
         with self.db.transaction() as c:
             c.execute("UPDATE documents SET doc_date=?, date_source=? WHERE kb_id=? AND doc_id=?",
                       (date, source, kb_id, doc_id))
+
+    def set_document_language(self, kb_id: str, doc_id: str, language: str, source: str = "set") -> None:
+        with self.db.transaction() as c:
+            c.execute("UPDATE documents SET language=?, language_source=? WHERE kb_id=? AND doc_id=?",
+                      (language, source, kb_id, doc_id))
+
+    def languages(self, kb_ids: list[str]) -> tuple[str, ...]:
+        """The languages of these knowledge bases' documents, most documents first ("" for
+        documents from before languages: English, as their index was built)."""
+        if not kb_ids:
+            return ()
+        rows = self.db.query(
+            f"SELECT COALESCE(language, '') AS lang, COUNT(*) AS n FROM documents WHERE kb_id IN "
+            f"({','.join('?' * len(kb_ids))}) AND status IN ('indexed', 'searchable') GROUP BY lang "
+            "ORDER BY n DESC, lang", list(kb_ids))
+        return tuple(dict.fromkeys((r["lang"] or "en") for r in rows))
+
+    def documents_without_language(self) -> list[Document]:
+        rows = self.db.query("SELECT * FROM documents WHERE language IS NULL AND status IN ('indexed', 'searchable')")
+        return [_doc_from_row(r) for r in rows]
 
     def finish_document(self, kb_id: str, doc_id: str, chunks: int) -> None:
         with self.db.transaction() as c:

@@ -98,6 +98,9 @@ class Chunk:
     acl_groups: list[str] = field(default_factory=list)
     # The document's date as a day number (models.iso_to_day; 0: unknown); the store filters on it.
     doc_day: int = 0
+    # ISO 639-1 ("": unknown, read as English: every chunk stored before languages). Keyword
+    # analysis follows it (rag_core/text/analysis.py).
+    language: str = ""
 
     @property
     def date(self) -> str:
@@ -139,6 +142,9 @@ class Document:
     # upload day, or what an owner set. `date_source` says which: "metadata" | "upload" | "set".
     date: str = ""
     date_source: str = "upload"
+    # ISO 639-1, detected at ingest ("": not known); `language_source` "detected" | "set" (an owner's override)
+    language: str = ""
+    language_source: str = "detected"
 
     @property
     def doc_day(self) -> int:
@@ -162,6 +168,9 @@ class SearchFilters:
     # (days 0) is outside every range.
     after: str | None = None
     before: str | None = None
+    # Not a filter: the languages of the documents searched, most common first. The keyword
+    # side reads the question in its own language and in these (text/analysis.query_terms).
+    languages: tuple[str, ...] = ()
 
     def day_range(self) -> tuple[int, int] | None:
         """(first, last) day numbers, or None when no date filter is set."""

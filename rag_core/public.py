@@ -30,7 +30,7 @@ class GroundworkRetriever(_Retriever):
         """Identity as everywhere else (rag_core/access.py): `user`/`groups`/`tenant` are the caller;
         with none it is an anonymous caller who sees only open knowledge bases, never the operator.
         A knowledge base it may not see is reported like a missing one (NotFound)."""
-        from .access import Caller, search_filters
+        from .access import Caller
         from .config import get_settings
         from .retrieval.settings import merged_settings
         from .workspace import Workspace
@@ -42,7 +42,7 @@ class GroundworkRetriever(_Retriever):
         except Exception:
             ws.close()
             raise
-        return cls(pipeline=ws.retrieval, filters=search_filters(caller, kbs), settings=merged_settings(kbs),
+        return cls(pipeline=ws.retrieval, filters=ws.search_filters(caller, kbs), settings=merged_settings(kbs),
                    mode=mode, k=k, workspace=ws)
 
     def close(self) -> None:

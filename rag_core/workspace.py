@@ -37,6 +37,7 @@ class Workspace:
         now = answers_calibration()
         self.feedback = FeedbackLog(self.db, answers_scale=((now.a, now.b), (LEGACY_ANSWERS.a, LEGACY_ANSWERS.b)))
         self._backfill_dates()
+        self._backfill_languages()
         self._purged_at = 0.0
         # the tables retention's deletes reach (learnt records cascade, thread links are cut)
         self.signals  # noqa: B018
@@ -65,6 +66,38 @@ class Workspace:
             for doc in self.appdb.list_documents(kb.kb_id):
                 self.store.set_document_date(kb.kb_id, doc.doc_id, doc.doc_day)
         self.appdb.set_meta("doc_dates", "1")
+
+    def _backfill_languages(self) -> None:
+        """Documents from before languages: each gets its detected language once; one that is
+        not English is re-indexed in it (its keyword terms were English stems), atomically and
+        with its vectors kept. English documents' index is already right and is left alone."""
+        from .text.language import document_language
+
+        for doc in self.appdb.documents_without_language():
+            chunks = self.store.document_chunks(doc.kb_id, doc.doc_id)
+            lang = document_language([c.text for c in chunks[:40]]) or "en"
+            if lang != "en":
+                self.store.reanalyse_document(doc.kb_id, doc.doc_id, lang)
+            self.appdb.set_document_language(doc.kb_id, doc.doc_id, lang, "detected")
+
+    def search_filters(self, caller: Caller, kbs: list[KnowledgeBase], doc_ids: list[str] | None = None) -> SearchFilters:
+        """The caller's filters (rag_core/access.py) plus the languages of the documents
+        searched, which the keyword side reads the question in."""
+        f = access.search_filters(caller, kbs, doc_ids)
+        return replace(f, languages=self.appdb.languages(f.kb_ids or []))
+
+    def set_document_language(self, kb_name: str, doc_id: str, language: str, *, caller: Caller) -> Document:
+        """An owner's correction of a document's language: the registry and its keyword index."""
+        from .ingest.pipeline import check_language
+
+        kb = self.writable_kb(kb_name, caller=caller)
+        doc = self.appdb.get_document(kb.kb_id, doc_id)
+        if doc is None or doc.status not in ("indexed", "searchable"):
+            raise NotFound("no such document in this knowledge base")
+        doc.language, doc.language_source = check_language(language), "set"
+        self.store.reanalyse_document(kb.kb_id, doc_id, doc.language)
+        self.appdb.set_document_language(kb.kb_id, doc_id, doc.language, "set")
+        return doc
 
     @cached_property
     def embedder(self):
@@ -487,7 +520,7 @@ class Workspace:
         from .retrieval.retriever import GroundworkRetriever
 
         kbs = self.resolve_kbs(kb_names, caller=caller)
-        return GroundworkRetriever(pipeline=self.retrieval, filters=access.search_filters(caller, kbs),
+        return GroundworkRetriever(pipeline=self.retrieval, filters=self.search_filters(caller, kbs),
                                    settings=merged_settings(kbs), k=k)
 
     def search(
@@ -512,7 +545,7 @@ class Workspace:
             rs.alpha = alpha
         if fusion is not None:
             rs.fusion = fusion
-        filters = date_range(access.search_filters(caller, kbs), after, before)
+        filters = date_range(self.search_filters(caller, kbs), after, before)
         return self.retrieval.run(query, filters, rs, mode=mode, rerank=rerank, k=k)
 
     # ---- answers ---------------------------------------------------------------------
@@ -548,7 +581,7 @@ class Workspace:
         from .generation.chain import AnswerRequest
 
         kbs = self.resolve_kbs(kb_names, caller=caller)
-        filters = date_range(access.search_filters(caller, kbs, doc_ids), after, before)
+        filters = date_range(self.search_filters(caller, kbs, doc_ids), after, before)
         return AnswerRequest(question=question, kbs=kbs, filters=filters, history=list(history or []))
 
     def ask(self, kb_names: list[str], question: str, history=None, doc_ids: list[str] | None = None,

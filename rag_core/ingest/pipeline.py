@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import mimetypes
+import re
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from ..config import Settings
 from ..embeddings import text_key
 from ..errors import GroundworkError, InputError, LoadError
 from ..models import Chunk, Document, FileReport, KnowledgeBase, LoadedDocument, iso_to_day, upload_day
+from ..text.language import chunk_languages, document_language
 from .chunker import chunk_document
 from .isolation import IsolatedLoader
 from .loaders import SUPPORTED_EXTENSIONS, load_file
@@ -138,13 +140,17 @@ class Ingestor:
         embed: bool = True,
         passwords: dict[Path, str] | None = None,
         date: str | None = None,
+        language: str | None = None,
     ) -> IngestStats:
         """Phase 1 for every file, then (with `embed`) phase 2 for what they added. `cancel`
         is polled between files and between embedding groups (raises `Cancelled`; the file
         being written is rolled back). `on_report` gets each file's report as it is made.
-        `date` (YYYY-MM-DD) dates every document of this call, over what its file states."""
+        `date` (YYYY-MM-DD) dates every document of this call, over what its file states;
+        `language` (ISO 639-1) says what language they are in, over what detection finds."""
         if date is not None:
             date = check_date(date)
+        if language is not None:
+            language = check_language(language)
         self.recover_interrupted()
         files = expand_paths(paths)
         stats = IngestStats(files=len(files))
@@ -159,7 +165,7 @@ class Ingestor:
             name = (display_names or {}).get(path, path.name)
             t0 = time.perf_counter()
             try:
-                report = self._ingest_file(kb, path, name, stats, cancel, (passwords or {}).get(path), date)
+                report = self._ingest_file(kb, path, name, stats, cancel, (passwords or {}).get(path), date, language)
             except Cancelled:
                 raise
             except GroundworkError as exc:
@@ -240,7 +246,7 @@ class Ingestor:
 
     def _ingest_file(self, kb: KnowledgeBase, path: Path, name: str, stats: IngestStats,
                      cancel: Callable[[], bool] | None = None, password: str | None = None,
-                     date: str | None = None) -> FileReport:
+                     date: str | None = None, language: str | None = None) -> FileReport:
         if not path.exists():
             raise LoadError("file not found")
         # Uploads arrive under temporary names: the display name's extension counts then.
@@ -271,7 +277,7 @@ class Ingestor:
         pending: list[tuple[Document, list[Chunk]]] = []
         pending_chunks = 0
         for ld in loaded:
-            doc, chunks = self._prepare(kb, ld, sha if not is_records else None, path, date)
+            doc, chunks = self._prepare(kb, ld, sha if not is_records else None, path, date, language)
             if doc is None:
                 report.doc_ids.append(ld.doc_id or "")
                 continue
@@ -298,7 +304,8 @@ class Ingestor:
         report.ocr_pages = sorted({p for ld in loaded for p in ld.metadata.get("ocr_pages", ())})
         return report
 
-    def _prepare(self, kb: KnowledgeBase, ld: LoadedDocument, sha: str | None, path: Path, date: str | None = None):
+    def _prepare(self, kb: KnowledgeBase, ld: LoadedDocument, sha: str | None, path: Path, date: str | None = None,
+                 language: str | None = None):
         """(Document, chunks) to write, or (None, []) when this exact content is already in."""
         content_sha = sha or hashlib.sha256("\n\n".join(ld.pages).encode() + ld.title.encode()).hexdigest()
         doc_id = ld.doc_id or hashlib.sha256(f"{kb.kb_id}:{content_sha}".encode()).hexdigest()[:16]
@@ -331,8 +338,17 @@ class Ingestor:
         stated = ld.metadata.get("date")
         doc.date, doc.date_source = (date, "set") if date else (stated, "metadata") if stated else (
             upload_day(doc.created_at), "upload")
-        for c in chunks:
+        # The language the person gave (every chunk in it), else detected: the document's from
+        # spread samples, a long chunk's own where it is confidently another (text/language.py).
+        if language:
+            doc.language, doc.language_source = language, "set"
+            langs = [language] * len(chunks)
+        else:
+            doc.language = document_language(ld.pages)
+            langs = chunk_languages([c.text for c in chunks], doc.language)
+        for c, lang in zip(chunks, langs):
             c.doc_day = doc.doc_day
+            c.language = lang
         return doc, chunks
 
     def _write(self, pending: list[tuple[Document, list[Chunk]]], stats: IngestStats, report: FileReport) -> int:
@@ -414,6 +430,14 @@ def remove_original(doc) -> None:
     if doc.stored_path:
         Path(doc.stored_path).unlink(missing_ok=True)
         ocr_sidecar(Path(doc.stored_path)).unlink(missing_ok=True)
+
+
+def check_language(value: str) -> str:
+    """A language a person gave, as an ISO 639-1 code (InputError saying what is wrong otherwise)."""
+    code = (value or "").strip().lower()
+    if not re.fullmatch(r"[a-z]{2}", code):
+        raise InputError(f"'{value}' is not a language code: use two letters (ISO 639-1), e.g. en, de, ja")
+    return code
 
 
 def check_date(value: str) -> str:

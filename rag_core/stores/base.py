@@ -36,6 +36,10 @@ class ChunkStore(Protocol):
         """Stamp a document's chunks with a new date (models.iso_to_day); returns the count.
         Date filters (SearchFilters.after/before) apply inside the search, like the others."""
 
+    def reanalyse_document(self, kb_id: str, doc_id: str, language: str) -> int:
+        """Re-index a document's chunks as written in `language` (keyword terms analysed anew,
+        vectors kept), atomically: the document is never missing meanwhile. Returns the count."""
+
     def keyword_search(self, query: str, k: int, filters: SearchFilters) -> list[ScoredChunk]:
         """BM25 over the chunks' index text; scores are larger-is-better."""
 

@@ -61,7 +61,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     acl_sig INTEGER NOT NULL,
     vector BLOB NOT NULL,
     terms BLOB NOT NULL,
-    doc_day INTEGER NOT NULL DEFAULT 0
+    doc_day INTEGER NOT NULL DEFAULT 0,
+    language TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(kb_id, doc_id);
 CREATE TABLE IF NOT EXISTS vocab (id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
@@ -97,7 +98,7 @@ _CHUNK_COLS = ", ".join(
     f"c.{col}"
     for col in (
         "id chunk_id doc_id kb_id ordinal text title section source page_start page_end"
-        " char_start char_end line_start line_end chunk_type tenant acl_sig doc_day"
+        " char_start char_end line_start line_end chunk_type tenant acl_sig doc_day language"
     ).split()
 )
 
@@ -117,7 +118,8 @@ class EmbeddedStore:
     def __init__(self, db: Database):
         self.db = db
         db.executescript(SCHEMA)
-        db.add_columns("chunks", {"doc_day": "INTEGER NOT NULL DEFAULT 0"})  # stores from before dates
+        # stores from before dates, and before languages ("": English, as they were indexed)
+        db.add_columns("chunks", {"doc_day": "INTEGER NOT NULL DEFAULT 0", "language": "TEXT NOT NULL DEFAULT ''"})
         with db.transaction() as c:  # a snapshot belongs to this database, not a recreated one
             c.execute("INSERT OR IGNORE INTO store_meta VALUES ('store_id', ?)", (uuid.uuid4().hex,))
         self._store_id = db.query_one("SELECT value FROM store_meta WHERE key='store_id'")[0]
@@ -459,29 +461,54 @@ class EmbeddedStore:
             return
         if vectors is not None:
             vectors = self._check_vectors(vectors, len(chunks))
+            blobs = [v.tobytes() for v in vectors]
+        else:
+            blobs = [b""] * len(chunks)
+        self._write_rows(chunks, blobs)
+
+    def reanalyse_document(self, kb_id: str, doc_id: str, language: str) -> int:
+        """Re-index a document's chunks as `language` (an owner's override; the upgrade of a
+        folder from before languages). Old rows out and new rows in within one transaction,
+        vectors kept as stored, so the document is never missing nor half re-indexed, and
+        every process's index picks the change up from the usual logs."""
+        rows = self.db.query("SELECT id, vector FROM chunks WHERE kb_id=? AND doc_id=? ORDER BY ordinal", (kb_id, doc_id))
+        if not rows:
+            return 0
+        by_row = self._chunks_by_rowid([r["id"] for r in rows])
+        chunks = [by_row[r["id"]] for r in rows]
+        for ch in chunks:
+            ch.language = language
+        self._write_rows(chunks, [bytes(r["vector"]) for r in rows], replace=(kb_id, doc_id))
+        return len(chunks)
+
+    def _write_rows(self, chunks: list[Chunk], blobs: list[bytes], replace: tuple[str, str] | None = None) -> None:
         counts = []
         for ch in chunks:
             tc: dict[str, int] = {}
-            for t in analyze(f"{ch.source}\n{ch.index_text()}"):
+            for t in analyze(f"{ch.source}\n{ch.index_text()}", ch.language):
                 tc[t] = tc.get(t, 0) + 1
             counts.append(tc)
         try:
             with self.db.transaction() as c:
+                if replace is not None:
+                    old = [r[0] for r in c.execute("SELECT id FROM chunks WHERE kb_id=? AND doc_id=?", replace)]
+                    c.executemany("DELETE FROM chunks WHERE id=?", [(i,) for i in old])
+                    c.executemany("INSERT INTO tombstones(row_id) VALUES (?)", [(i,) for i in old])
                 ids = self._term_ids(c, {t for tc in counts for t in tc})
                 sig_cache: dict[tuple, int] = {}
-                for ch, vec, tc in zip(chunks, vectors if vectors is not None else [None] * len(chunks), counts):
+                for ch, blob, tc in zip(chunks, blobs, counts):
                     key = (tuple(ch.acl_users), tuple(ch.acl_groups))
                     if key not in sig_cache:
                         sig_cache[key] = self._acl_sig(c, ch.acl_users, ch.acl_groups)
                     c.execute(
                         "INSERT INTO chunks (chunk_id, doc_id, kb_id, ordinal, text, title, section, source,"
                         " page_start, page_end, char_start, char_end, line_start, line_end, chunk_type, tenant,"
-                        " acl_sig, vector, terms, doc_day) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        " acl_sig, vector, terms, doc_day, language) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                         (
                             ch.chunk_id, ch.doc_id, ch.kb_id, ch.ordinal, ch.text, ch.title, ch.section, ch.source,
                             ch.page_start, ch.page_end, ch.char_start, ch.char_end, ch.line_start, ch.line_end,
-                            ch.chunk_type, ch.tenant, sig_cache[key], vec.tobytes() if vec is not None else b"",
-                            encode_terms([ids[t] for t in tc], list(tc.values())), int(ch.doc_day),
+                            ch.chunk_type, ch.tenant, sig_cache[key], blob,
+                            encode_terms([ids[t] for t in tc], list(tc.values())), int(ch.doc_day), ch.language or "",
                         ),
                     )
                 self._bump(c)
@@ -492,6 +519,8 @@ class EmbeddedStore:
             self._generation = -1
             raise
         self._sync()
+        if replace is not None:
+            self._prune_logs()
 
     def set_vectors(self, chunk_ids: list[str], vectors: np.ndarray) -> int:
         """Give keyword-only chunks their vectors (one transaction); returns how many were set.
@@ -613,7 +642,7 @@ class EmbeddedStore:
         if k <= 0:
             return []
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
-        terms = self._known_terms(query_terms(query))
+        terms = self._known_terms(query_terms(query, filters.languages))
         n = max(k * overfetch, k)
         t = {} if timings is None else timings
         clock = time.perf_counter()
@@ -663,7 +692,7 @@ class EmbeddedStore:
             section=r["section"], source=r["source"], ordinal=r["ordinal"], page_start=r["page_start"],
             page_end=r["page_end"], char_start=r["char_start"], char_end=r["char_end"],
             line_start=r["line_start"], line_end=r["line_end"], chunk_type=r["chunk_type"], tenant=r["tenant"],
-            doc_day=r["doc_day"],
+            doc_day=r["doc_day"], language=r["language"] or "",
         )
 
     def _chunks_by_rowid(self, row_ids: list[int]) -> dict[int, Chunk]:
@@ -684,7 +713,7 @@ class EmbeddedStore:
 
     def keyword_search(self, query: str, k: int, filters: SearchFilters) -> list[ScoredChunk]:
         self._sync()
-        terms = self._known_terms(query_terms(query))
+        terms = self._known_terms(query_terms(query, filters.languages))
         if not terms or k <= 0:
             return []
         with self._sync_lock.read():  # a merge or reload on another thread must not swap arrays mid-query

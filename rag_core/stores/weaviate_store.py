@@ -47,7 +47,7 @@ import numpy as np
 
 from ..errors import GroundworkError, MissingDependency
 from ..models import Chunk, ScoredChunk, SearchFilters
-from ..text.analysis import analyze
+from ..text.analysis import analyze, query_terms
 
 COLLECTION = "GroundworkChunk"
 SCHEMA_VERSION = "1"
@@ -212,6 +212,7 @@ class WeaviateStore:
             P(name="section", data_type=T.TEXT, index_searchable=False),
             P(name="source", data_type=T.TEXT, index_searchable=False),
             P(name="chunk_type", data_type=T.TEXT, index_searchable=False),
+            P(name="language", data_type=T.TEXT, tokenization=D.FIELD, index_searchable=False),
             *(P(name=n, data_type=T.TEXT, tokenization=D.FIELD, index_searchable=False)
               for n in ("chunk_id", "doc_id", "kb_id", "doc_key", "tenant")),
             P(name="acl_users", data_type=T.TEXT_ARRAY, tokenization=D.FIELD, index_searchable=False),
@@ -258,7 +259,8 @@ class WeaviateStore:
         objs = []
         for ch, vec in zip(chunks, vectors if vectors is not None else [None] * len(chunks)):
             props = {
-                "content": " ".join(analyze(f"{ch.source}\n{ch.index_text()}")), "text": ch.text, "title": ch.title,
+                "content": " ".join(analyze(f"{ch.source}\n{ch.index_text()}", ch.language)), "text": ch.text,
+                "title": ch.title, "language": ch.language or "",
                 "section": ch.section, "source": ch.source, "chunk_type": ch.chunk_type, "chunk_id": ch.chunk_id,
                 "doc_id": ch.doc_id, "kb_id": ch.kb_id, "doc_key": f"{ch.kb_id}/{ch.doc_id}", "tenant": ch.tenant or "",
                 "acl_users": list(ch.acl_users), "acl_groups": list(ch.acl_groups),
@@ -301,6 +303,21 @@ class WeaviateStore:
             objs.append(DataObject(properties={**o.properties, "doc_day": int(day)}, vector=vec or None,
                                    uuid=o.uuid))
         return self._upsert(objs, "date updates")
+
+    def reanalyse_document(self, kb_id: str, doc_id: str, language: str) -> int:
+        """Every object of the document re-written with `language` and its keyword terms
+        analysed in it (an upsert by uuid, vectors kept: the document stays searchable)."""
+        found = self._fetch_all(self._Filter.by_property("doc_key").equal(f"{kb_id}/{doc_id}"), include_vector=True)
+        DataObject = self._wv.classes.data.DataObject
+        objs = []
+        for o in found:
+            ch = self._chunk(o)
+            ch.language = language
+            vec = o.vector.get("default") if isinstance(o.vector, dict) else o.vector
+            props = {**o.properties, "language": language,
+                     "content": " ".join(analyze(f"{ch.source}\n{ch.index_text()}", language))}
+            objs.append(DataObject(properties=props, vector=vec or None, uuid=o.uuid))
+        return self._upsert(objs, "language updates")
 
     def _upsert(self, objs: list, what: str) -> int:
         """Re-write whole objects by uuid, a page at a time (a batch cannot update part of an
@@ -364,11 +381,12 @@ class WeaviateStore:
             chunk_id=p["chunk_id"], doc_id=p["doc_id"], kb_id=p["kb_id"], text=p["text"], title=p.get("title") or "",
             section=p.get("section") or "", source=p.get("source") or "", chunk_type=p.get("chunk_type") or "paragraph",
             tenant=p.get("tenant") or None, acl_users=list(p.get("acl_users") or []),
-            acl_groups=list(p.get("acl_groups") or []), **{n: int(p.get(n) or 0) for n in _INTS},
+            acl_groups=list(p.get("acl_groups") or []), language=p.get("language") or "",
+            **{n: int(p.get(n) or 0) for n in _INTS},
         )
 
     def keyword_search(self, query: str, k: int, filters: SearchFilters) -> list[ScoredChunk]:
-        terms = " ".join(analyze(query))
+        terms = " ".join(query_terms(query, filters.languages))
         if not terms or k <= 0:
             return []
         res = self._retry(lambda: self.coll.query.bm25(
@@ -397,7 +415,7 @@ class WeaviateStore:
             return []
         q = np.asarray(vector, dtype=np.float32)
         res = self._retry(lambda: self.coll.query.hybrid(
-            query=" ".join(analyze(query)) or query, vector=q.tolist(), alpha=alpha,
+            query=" ".join(query_terms(query, filters.languages)) or query, vector=q.tolist(), alpha=alpha,
             fusion_type=self._Fusion.RANKED if fusion == "rrf" else self._Fusion.RELATIVE_SCORE,
             query_properties=["content"], filters=self._where(filters), limit=k, include_vector=True,
             return_metadata=self._Meta(score=True, explain_score=True),

@@ -1,8 +1,19 @@
-"""Text → index terms, the same way for documents and queries.
+"""Text → index terms, the same way for documents and queries, per language.
 
-Lower-case, diacritics folded ("café" = "cafe"), unicode word tokens, English stop words
-dropped, Snowball (Porter 2) stemming as Lucene's English analyzer does. Stems are cached
-per word: a corpus has far fewer distinct words than tokens.
+- English (and text of unknown language, as every store from before languages holds):
+  lower-case, diacritics folded ("café" = "cafe"), unicode word tokens, English stop words
+  dropped, Snowball (Porter 2) stemming as Lucene's English analyzer does. Unchanged, so an
+  existing English index reads exactly as before.
+- Other languages Snowball covers (PyStemmer ships ~30): that language's stemmer and stop
+  words (rag_core/text/stopwords.py). Diacritics are folded only for the Latin-script
+  languages whose readers expect it (a Spanish question typed without accents), and after
+  stemming, since the stemmers read accented suffixes ("información" → "inform"); never for
+  Russian (й), Finnish or Swedish (ä, ö are letters of their own), Polish, Czech or Turkish.
+- Chinese, Japanese and Korean, whatever the language of the text around them: overlapping
+  character bigrams (Lucene's CJKAnalyzer), NFKC-normalised (half-width kana → full-width) and
+  never folded (folding strips Japanese voicing marks: が → か). Why bigrams and not a
+  dictionary segmenter: benchmarks/multilingual.py measures both sides of that choice.
+Stems are cached per (language, word): a corpus has far fewer distinct words than tokens.
 """
 
 from __future__ import annotations
@@ -12,8 +23,14 @@ import unicodedata
 from collections import Counter
 from functools import lru_cache
 
-_TOKEN = re.compile(r"\w+", re.UNICODE)
+from .stopwords import STOPWORDS as _STOP_BY_LANG
+
 MAX_TERM_LEN = 40  # longer "words" are hashes, base64 or garbage; they only bloat the index
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+_CJK = ("\u3005\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+        "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f\uff66-\uff9f")
+_HAS_CJK = re.compile(f"[{_CJK}]")
+_PIECES = re.compile(f"([{_CJK}]+)|([^\\W{_CJK}]+)")
 
 # Lucene's English stop set plus common question words: they carry no evidence and are the
 # longest posting lists.
@@ -26,34 +43,97 @@ STOPWORDS = frozenset(
     all am any because before below between both during each few further just s t don now""".split()
 )
 
-try:  # PyStemmer (C) when installed; the pure-Python snowball fallback gives the same stems
-    import Stemmer as _pystemmer
+SNOWBALL = {
+    "en": "english", "de": "german", "fr": "french", "es": "spanish", "it": "italian", "pt": "portuguese",
+    "nl": "dutch", "da": "danish", "sv": "swedish", "no": "norwegian", "fi": "finnish", "ru": "russian",
+    "hu": "hungarian", "ro": "romanian", "tr": "turkish", "ar": "arabic", "el": "greek", "ca": "catalan",
+    "eu": "basque", "id": "indonesian", "ga": "irish", "lt": "lithuanian", "ne": "nepali", "hi": "hindi",
+    "ta": "tamil", "hy": "armenian", "yi": "yiddish", "sr": "serbian", "cs": "czech", "pl": "polish",
+    "et": "estonian", "fa": "persian", "eo": "esperanto",
+}
+# Latin-script languages whose readers type without accents (module docstring).
+FOLDED = frozenset({"en", "de", "fr", "es", "it", "pt", "nl", "ca", "ro", "eu", "id", "ga"})
 
-    _stem_words = _pystemmer.Stemmer("english").stemWords
-except ImportError:  # pragma: no cover
-    import snowballstemmer
 
-    _stem_words = snowballstemmer.stemmer("english").stemWords
+@lru_cache(maxsize=64)
+def _stemmer(lang: str):
+    algo = SNOWBALL.get(lang)
+    if algo is None:
+        return None
+    try:  # PyStemmer (C) when installed; the pure-Python snowball fallback gives the same stems
+        import Stemmer
+
+        return Stemmer.Stemmer(algo).stemWord
+    except ImportError:  # pragma: no cover
+        import snowballstemmer
+
+        words = snowballstemmer.stemmer(algo).stemWords
+        return lambda w: words([w])[0]
+    except KeyError:  # pragma: no cover - an older PyStemmer without this algorithm
+        return None
 
 
 @lru_cache(maxsize=500_000)
 def _stem(word: str) -> str:
-    return _stem_words([word])[0]
+    return _stemmer("en")(word)
+
+
+@lru_cache(maxsize=500_000)
+def _stem_in(lang: str, word: str) -> str:
+    stem = _stemmer(lang)
+    out = stem(word) if stem else word
+    return _fold_latin(out) if lang in FOLDED else out
 
 
 def _fold(text: str) -> str:
+    """Lower-case and strip every combining mark (the English path, as before languages)."""
     text = text.lower()
     if text.isascii():
         return text
     return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 
-def analyze(text: str, keep_stopwords: bool = False) -> list[str]:
-    out = []
-    for tok in _TOKEN.findall(_fold(text)):
-        if len(tok) > MAX_TERM_LEN or (not keep_stopwords and tok in STOPWORDS):
+def _fold_latin(word: str) -> str:
+    """Strip the combining marks of Latin letters only."""
+    if word.isascii():
+        return word
+    out: list[str] = []
+    for c in unicodedata.normalize("NFKD", word):
+        if unicodedata.combining(c) and out and out[-1] < "\u0250":
             continue
-        out.append(_stem(tok))
+        out.append(c)
+    return unicodedata.normalize("NFC", "".join(out))
+
+
+def bigrams(run: str) -> list[str]:
+    return [run] if len(run) < 2 else [run[i: i + 2] for i in range(len(run) - 1)]
+
+
+def _words(text: str, lang: str, keep_stopwords: bool) -> list[str]:
+    if lang in ("en", ""):
+        out = []
+        for tok in _TOKEN.findall(_fold(text)):
+            if len(tok) > MAX_TERM_LEN or (not keep_stopwords and tok in STOPWORDS):
+                continue
+            out.append(_stem(tok))
+        return out
+    stop = () if keep_stopwords else _STOP_BY_LANG.get(lang, ())
+    return [_stem_in(lang, tok) for tok in _TOKEN.findall(text.lower())
+            if len(tok) <= MAX_TERM_LEN and tok not in stop]
+
+
+def analyze(text: str, lang: str | None = None, keep_stopwords: bool = False) -> list[str]:
+    """Index terms of `text` read as language `lang` (ISO 639-1; None or "": English, which
+    is what every chunk stored before languages is)."""
+    lang = lang or "en"
+    if text.isascii() or not _HAS_CJK.search(text):
+        return _words(text if lang == "en" else unicodedata.normalize("NFC", text), lang, keep_stopwords)
+    out: list[str] = []
+    for cjk, other in _PIECES.findall(unicodedata.normalize("NFKC", text)):
+        if cjk:
+            out += bigrams(cjk)
+        else:
+            out += _words(other, lang, keep_stopwords)
     return out
 
 
@@ -65,10 +145,32 @@ def term_weights(terms: list[str], idf=None) -> dict[str, float]:
     return {t: max(known.get(t, 1.0), 0.05) for t in uniq}
 
 
-def term_counts(text: str) -> Counter:
-    return Counter(analyze(text))
+def term_counts(text: str, lang: str | None = None) -> Counter:
+    return Counter(analyze(text, lang))
 
 
-def query_terms(query: str, limit: int = 64) -> list[str]:
-    """Query terms with their multiplicity (as Lucene/Anserini score a query)."""
-    return analyze(query)[:limit]
+def query_languages(query: str, languages: tuple[str, ...] | list[str] = ()) -> list[str]:
+    """The languages a query is analysed in: its own first, then the searched documents'
+    (`languages`, most common first; English where the caller does not know them), at most 4.
+    A question in one language then still meets documents indexed in another by the words
+    both share (names, commands, cognates), and an English question over English documents
+    is analysed exactly as before."""
+    from .language import question_language
+
+    docs = [lang or "en" for lang in languages] or ["en"]
+    own = question_language(query, docs[0])
+    return list(dict.fromkeys([own, *docs]))[:4]
+
+
+def query_terms(query: str, languages: tuple[str, ...] | list[str] = (), limit: int = 64) -> list[str]:
+    """Query terms with their multiplicity (as Lucene/Anserini score a query), in the query's
+    own language, plus the terms other languages' analysis adds (each once)."""
+    langs = query_languages(query, languages)
+    terms = analyze(query, langs[0])
+    seen = set(terms)
+    for lang in langs[1:]:
+        for t in analyze(query, lang):
+            if t not in seen:
+                seen.add(t)
+                terms.append(t)
+    return terms[:limit]
