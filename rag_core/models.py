@@ -257,8 +257,12 @@ class Answer:
     citations: list[Citation] = field(default_factory=list)
     claims: list[Claim] = field(default_factory=list)
     grounding_score: float = 0.0  # *supported*: share of sentences backed by the sources they cite
-    answers_question: float = 0.0  # calibrated P(the answer answers the question) — reader model
-    confidence: float = 0.0  # answers_question × grounding_score (grounding/verify.py: confidence)
+    # calibrated P(the answer answers the question) — reader model; None: not judged (the
+    # reader does not read the question's language)
+    answers_question: float | None = 0.0
+    # answers_question × grounding_score (grounding/verify.py: confidence); the support alone
+    # where answers_question was not judged (shown as such)
+    confidence: float = 0.0
     abstained: bool = False
     reason: str = ""
     suggestions: list[str] = field(default_factory=list)
@@ -286,6 +290,7 @@ class Answer:
     signals: dict[str, Any] = field(default_factory=dict)
     # Offline answers show a passage: the sentence in it that scored best, shown highlighted.
     highlight: str = ""
+    language: str = "en"  # the question's (ISO 639-1): the refusal and help texts are in it
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

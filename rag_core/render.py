@@ -179,6 +179,14 @@ def _decorated(sent: str, nums: list[int], color: str, bold: bool) -> list[tuple
 CLOSEST_HEADING = "No answer could be confirmed in these passages, the closest ones found. Check them yourself"
 
 
+def closest_heading(language: str = "en") -> str:
+    """That heading in the question's language (text/messages.py; English where the app does
+    not speak it)."""
+    from .text.messages import text
+
+    return text("closest_heading", language)
+
+
 LABEL_COLOR = {"supported": "", "partial": "orange", "unsupported": "red"}
 
 

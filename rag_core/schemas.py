@@ -41,7 +41,7 @@ class AnswerOut(BaseModel):
     reason: str = ""
     citations: list[CitationOut] = Field(default_factory=list)
     grounding_score: float
-    answers_question: float
+    answers_question: float | None  # None: not judged (the reader does not read the question's language)
     confidence: float
     evidence_score: float = 0.0
     mode: str
@@ -55,6 +55,7 @@ class AnswerOut(BaseModel):
     decided_by: str = ""
     policy: str = ""
     signals: dict[str, Any] = Field(default_factory=dict)
+    language: str = "en"  # the question's, ISO 639-1 (the refusal and help texts are in it)
 
     @classmethod
     def of(cls, a: Answer, id: Any = None, **extra: Any) -> AnswerOut:
@@ -63,7 +64,7 @@ class AnswerOut(BaseModel):
                    answers_question=a.answers_question, confidence=a.confidence, evidence_score=a.evidence_score,
                    mode=a.mode, claims=[c.to_dict() for c in a.claims], invalid_citations=a.invalid_citations,
                    timings_ms=a.timings_ms, closest=[CitationOut.of(c) for c in a.closest], conflicts=a.conflicts,
-                   decided_by=a.decided_by, policy=a.policy, signals=a.signals, **extra)
+                   decided_by=a.decided_by, policy=a.policy, signals=a.signals, language=a.language, **extra)
 
 
 def kb_row(kb) -> dict[str, Any]:

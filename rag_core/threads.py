@@ -156,7 +156,8 @@ class ThreadStore:
             a: Answer = m["answer"]
             lines += [f"**Groundwork:** {a.text}", ""]
             if not a.abstained:
-                lines.append(f"_Supported {a.grounding_score:.0%} · answers the question {a.answers_question:.0%} · "
+                aq = "not judged" if a.answers_question is None else f"{a.answers_question:.0%}"
+                lines.append(f"_Supported {a.grounding_score:.0%} · answers the question {aq} · "
                              f"confidence {a.confidence:.0%}_")
                 lines += [f"- [{c.n}] {c.source}, page {c.page}" + (f", {c.date}" if c.date else "")
                           for c in a.citations]

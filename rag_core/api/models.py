@@ -79,7 +79,9 @@ class FeedbackRequest(Strict):
 
 
 class DocumentUpdate(Strict):
-    date: str = Field(description="YYYY-MM-DD: the document's date")
+    date: str | None = Field(default=None, description="YYYY-MM-DD: the document's date")
+    language: str | None = Field(default=None, description="ISO 639-1: the language the document is written in "
+                                 "(its keyword index is rebuilt in it)")
 
 
 class ThreadCreate(Strict):

@@ -31,7 +31,8 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..models import Answer
-from ..render import CLOSEST_HEADING as CLOSEST_TITLE
+from ..render import closest_heading
+from ..text.messages import LANGUAGES
 from ..render import escape_md, passage_markdown
 from ..schemas import AnswerOut
 from . import answering
@@ -41,7 +42,9 @@ from .routes import READ, ApiError, ws_of
 
 PREFIX = "groundwork/"
 SOURCES_HEADING = "\n\nSources:\n"
-CLOSEST_HEADING = f"\n\n{CLOSEST_TITLE}:\n"
+# one per language the app speaks: an earlier turn's passages are cut off whatever its language
+CLOSEST_HEADINGS = {lang: f"\n\n{closest_heading(lang)}:\n" for lang in LANGUAGES}
+CLOSEST_HEADING = CLOSEST_HEADINGS["en"]
 router = APIRouter(prefix="/v1", tags=["OpenAI-compatible"])
 
 
@@ -78,7 +81,7 @@ def sources_block(a: Answer) -> str:
             return ""
         # each passage as the chat shows it: its blocks kept, its best sentence in bold, and
         # escaped like any document text that reaches a Markdown renderer
-        return CLOSEST_HEADING + "\n\n".join(
+        return CLOSEST_HEADINGS.get(a.language, CLOSEST_HEADING) + "\n\n".join(
             f"**{escape_md(c.source)}, page {c.page}**\n\n{passage_markdown(c.passage or c.snippet, c.snippet)}"
             for c in a.closest)
     if not a.citations:
@@ -91,11 +94,17 @@ def sources_block(a: Answer) -> str:
         f"[{c.n}] {c.source}, page {c.page}" + (f" ({c.date})" if c.date else "") for c in a.citations) + notes
 
 
+def _before_passages(text: str) -> str:
+    for heading in CLOSEST_HEADINGS.values():
+        text = text.split(heading)[0]
+    return text
+
+
 def _history(messages: list[ChatMessage]) -> tuple[str, list[tuple[str, str]]]:
     turns = [(m.role, _text(m.content)) for m in messages if m.role in ("user", "assistant")]
     if not turns or turns[-1][0] != "user":
         raise ApiError(400, "bad_request", "the last message must be the user's question")
-    history = [(role, text.split(SOURCES_HEADING)[0].split(CLOSEST_HEADING)[0]) for role, text in turns[:-1]]
+    history = [(role, _before_passages(text.split(SOURCES_HEADING)[0])) for role, text in turns[:-1]]
     return turns[-1][1], history
 
 

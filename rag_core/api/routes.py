@@ -100,7 +100,7 @@ def delete_kb(kb: str, request: Request, p: Principal = WRITE):
 
 # ---- documents and jobs ---------------------------------------------------------------------
 _DOC_FIELDS = ("doc_id", "kb_id", "source", "title", "mime", "sha256", "pages", "chunks", "status", "reason",
-               "created_at", "date", "date_source")
+               "created_at", "date", "date_source", "language", "language_source")
 
 
 @router.get("/knowledge-bases/{kb}/documents", tags=["documents"])
@@ -150,8 +150,16 @@ def delete_document(kb: str, doc_id: str, request: Request, p: Principal = WRITE
 
 @router.patch("/knowledge-bases/{kb}/documents/{doc_id}", tags=["documents"])
 def update_document(kb: str, doc_id: str, body: DocumentUpdate, request: Request, p: Principal = WRITE):
-    """Change a document's date (owners and admins); filters and recency use it at once."""
-    doc = ws_of(request).set_document_date(kb, doc_id, body.date, caller=p.caller)
+    """Change a document's date or language (owners and admins); filters, recency and the
+    keyword index follow at once."""
+    if body.date is None and body.language is None:
+        raise ApiError(422, "bad_request", "give a date or a language")
+    ws = ws_of(request)
+    doc = None
+    if body.date is not None:
+        doc = ws.set_document_date(kb, doc_id, body.date, caller=p.caller)
+    if body.language is not None:
+        doc = ws.set_document_language(kb, doc_id, body.language, caller=p.caller)
     return {k: getattr(doc, k) for k in _DOC_FIELDS}
 
 

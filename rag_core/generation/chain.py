@@ -52,13 +52,16 @@ from ..retrieval.query import key_terms
 from ..retrieval.retriever import GroundworkRetriever, from_lc_document
 from ..retrieval.settings import merged_settings
 from ..stores.adjacent import neighbours, widened
+from ..text import messages
+from ..text.stopwords import STOPWORDS as STOPWORDS_BY_LANG
 from ..text.fusion import RRF_K
+from ..text.language import question_language
 from ..text.tokens import count_tokens
 from .condense import condense as condense_offline
 from .extractive import Evidence as Reading
-from .extractive import SELECTION_FEATURES, ExtractiveAnswerer, cite, passage_for
+from .extractive import SELECTION_FEATURES, ExtractiveAnswerer, cite, passage_for, sentence_by_terms
 from ..grounding.conflicts import ANSWERS_MIN, asked_kind, conflict_record, find_conflicts, values
-from .policy import AnswerPolicy, Decision, Signals, merged_choice, policy_for
+from .policy import LANGUAGE, PLAIN, AnswerPolicy, Decision, Signals, merged_choice, policy_for
 from .prompts import CONDENSE_PROMPT, HYDE_PROMPT, RELEVANCE_TASK, VERIFY_PROMPT, neutralise, system_prompt, user_message
 
 log = logging.getLogger(__name__)
@@ -70,7 +73,11 @@ _MARKER = re.compile(r"\s*\[\d{1,3}\]")
 _NO_ANSWER = re.compile(
     r"\b(i (do not|don't|cannot|can't) (have|find|see)|(is|are) not (mentioned|provided|stated|given|included|specified)"
     r"|(do|does) not (contain|mention|provide|state|say|specify)|no (information|mention)|not enough information"
-    r"|cannot be (determined|answered|found))\b", re.I)
+    r"|cannot be (determined|answered|found))\b"
+    # the same in the other languages the app speaks (the model answers in the question's)
+    r"|keine (informationen|angaben)|nicht (erwähnt|enthalten|angegeben)|je n'ai pas d'information|aucune information"
+    r"|ne (mentionnent|contiennent|précisent) pas|no tengo información|no (mencionan|contienen|se menciona)"
+    r"|情報(は|が)(ありません|見つかりません)|記載(は|が)(ありません|されていません)|没有(相关)?(信息|提及)|未(提及|提供)", re.I)
 
 
 @dataclass
@@ -91,6 +98,7 @@ class Turn:
     t0: float
     timings: dict[str, float] = field(default_factory=dict)
     models: dict[str, str] = field(default_factory=dict)  # ids of the models used; "llm_error" when it failed
+    language: str = "en"  # the question's (text/language.py); refusals and help come in it where the app speaks it
 
 
 @dataclass(frozen=True)
@@ -113,13 +121,16 @@ class Context:
         return self.decision is not None and self.decision.abstain
 
 
-def closest_passages(sources: list[ScoredChunk], reading: Reading | None, k: int) -> list[Citation]:
+def closest_passages(sources: list[ScoredChunk], reading: Reading | None, k: int, question: str = "",
+                     language: str = "en", idf=None) -> list[Citation]:
     """The passages that came nearest to answering, for an abstention: ranked by the reader's
     best P(answers) over each passage's sentences (retrieval order where it read none), each
     with the sentence it liked best as the snippet the viewer highlights and the paragraph,
     list or code block around it as an offline answer would show it (extractive.passage_for).
     A refusal with the answering passage in hand is then still useful: the person sees it,
-    its best sentence marked, and judges."""
+    its best sentence marked, and judges. Where the reader read nothing (a language it does
+    not read), retrieval's order stands and each passage's best sentence is the one sharing
+    the most weighted terms with the question (extractive.sentence_by_terms)."""
     if k <= 0 or not sources:
         return []
     best: dict[int, tuple[float, int, str]] = {}
@@ -127,6 +138,11 @@ def closest_passages(sources: list[ScoredChunk], reading: Reading | None, k: int
         for (si, ki, text), p in zip(reading.cands, reading.probs):
             if si not in best or float(p) > best[si][0]:
                 best[si] = (float(p), ki, text)
+    elif question:
+        for si, s in enumerate(sources[:k]):
+            got = sentence_by_terms(question, language, s.chunk.text, s.chunk.language or "en", idf)
+            if got is not None:
+                best[si] = (0.0, *got)
     order = sorted(range(len(sources)), key=lambda i: (-best.get(i, (-1.0, 0, ""))[0], i))[:k]
     out = []
     for n, i in enumerate(order, 1):
@@ -240,7 +256,9 @@ class AnswerEngine:
                     question = condense_offline(question, req.history)
             else:
                 question = condense_offline(question, req.history)
-        return _timed(replace(turn, standalone=question), condense=_ms(t))
+        langs = req.filters.languages
+        language = question_language(req.question.strip(), langs[0] if langs else "en")
+        return _timed(replace(turn, standalone=question, language=language), condense=_ms(t))
 
     def _search(self, q: str, turn: Turn, config: RunnableConfig, query_vector=None) -> tuple[list[ScoredChunk], dict]:
         info: dict = {}  # filled even when nothing comes back (e.g. all below the minimum relevance)
@@ -285,7 +303,7 @@ class AnswerEngine:
         policy = policy_for(self.settings, merged_choice(turn.req.kbs), llm=self.chat is not None)
         turn = replace(turn, models={**turn.models, "policy": policy.name})
         ctx = replace(ctx, turn=turn, policy=policy)
-        if ctx.lookup_source or not ctx.sources:
+        if ctx.lookup_source or not ctx.sources or not _reader_reads(ctx):
             return replace(ctx, decision=policy.before_generation(self._signals(ctx)))
         t = time.perf_counter()
         # LLM mode: every retrieved passage is read, to give the model the best-answering ones.
@@ -316,7 +334,7 @@ class AnswerEngine:
                        dropped=ctx.below_threshold, min_relevance=ctx.turn.settings.score_threshold,
                        evidence=ctx.reading.best if ctx.reading is not None else None,
                        lookup=bool(ctx.lookup_source), relevance=ctx.relevance,
-                       grounded_only=any(kb.grounded_only for kb in kbs), **written)
+                       grounded_only=any(kb.grounded_only for kb in kbs), reader_reads=_reader_reads(ctx), **written)
 
     def _focus(self, ctx: Context) -> Context:
         """LLM mode: the passages the model reads, those holding the reader's best-answering
@@ -472,6 +490,8 @@ class AnswerEngine:
         # passages shortened) is scored like any answer: the reader's P(answers) on the text shown.
         aq = 1.0 if ctx.lookup_source and _lookup_complete(ctx) else answers_question(claims)
         ctx = replace(ctx, turn=turn)
+        if not ctx.lookup_source and not _reader_reads(ctx):
+            aq = None  # the reader does not read this language: "answers the question" was not judged
         sig = self._signals(ctx, labels=tuple(c.label for c in claims), answers=aq,
                             kept=None if kept is None else len(kept))
         decision = ctx.policy.after_generation(sig)
@@ -484,7 +504,8 @@ class AnswerEngine:
         shown = [conflict_record(cf, sources, res.mapping) for cf in conflicts]
         yield AnswerEvent("answer", answer=Answer(
             question=turn.req.question, text=res.text, citations=res.citations, claims=claims,
-            grounding_score=grounding, answers_question=aq, confidence=confidence(grounding, aq), abstained=False,
+            grounding_score=grounding, answers_question=aq, confidence=grounding if aq is None else confidence(grounding, aq),
+            abstained=False, language=turn.language,
             invalid_citations=res.invalid, retrieval_score=round(ctx.best, 4),
             evidence_score=round(reading.best if reading else 0.0, 4),
             mode="extractive" if "llm_error" in turn.models or self.chat is None else "llm",
@@ -613,21 +634,33 @@ class AnswerEngine:
 
     def _abstain(self, ctx: Context, decision: Decision, sig: Signals | None = None) -> Answer:
         turn = ctx.turn
-        reason = decision.reason  # plain words; the figures go with the signals (JSON, details)
-        terms = [t for t in key_terms(turn.standalone or turn.req.question) if "'" not in t and t not in _TIP_NOISE]
+        lang = turn.language
+        # plain words in the person's language where the rule's own words stand (a reason with
+        # figures of its own, like the minimum relevance, stays as the policy wrote it)
+        reason = (messages.reason(decision.decided_by, decision.reason, lang)
+                  if decision.reason == PLAIN.get(decision.decided_by) else decision.reason)
+        stop = STOPWORDS_BY_LANG.get(lang, ())
+        terms = [t for t in key_terms(turn.standalone or turn.req.question)
+                 if "'" not in t and t not in _TIP_NOISE and t not in stop]
         suggestions = [
-            "Check that the right knowledge bases are selected.",
-            f"Try other words for the key terms ({', '.join(terms[:4])})." if terms else "Try rephrasing the question.",
-            "Upload a document that covers this topic.",
+            messages.text("tip_kbs", lang),
+            messages.text("tip_terms", lang, terms=", ".join(terms[:4])) if terms else messages.text("tip_rephrase", lang),
+            messages.text("tip_upload", lang),
         ]
         return Answer(
-            question=turn.req.question, text=ABSTAIN_TEXT, abstained=True, reason=reason, suggestions=suggestions,
+            # offline in a language the reader does not read, nothing was refused: the passages
+            # are what it can offer, and the first line says so
+            question=turn.req.question, abstained=True, reason=reason,
+            text=messages.text("language" if decision.decided_by == LANGUAGE else "abstain", lang),
+            suggestions=suggestions,
             retrieval_score=round(ctx.best, 4), evidence_score=round(ctx.reading.best if ctx.reading else 0.0, 4),
             mode=self.mode, models=turn.models, timings_ms={**turn.timings, "total": _ms(turn.t0)},
             standalone_question=turn.standalone, below_threshold=ctx.below_threshold,
-            closest=closest_passages(ctx.sources, ctx.reading, self.settings.closest_passages),
+            closest=closest_passages(ctx.sources, ctx.reading, self.settings.closest_passages,
+                                     turn.standalone, lang, self.store.idf),
             decided_by=decision.decided_by, policy=ctx.policy.name if ctx.policy else "",
             signals={**_signal_record(sig or self._signals(ctx)), **({"detail": decision.detail} if decision.detail else {})},
+            language=lang,
         )
 
     def _history(self, req: AnswerRequest) -> list:
@@ -642,7 +675,7 @@ class AnswerEngine:
                              start_on="human", include_system=False)
 
     def _prompt_value(self, turn: Turn, sources: list[ScoredChunk], task: str | None = None) -> dict:
-        user = user_message(turn.standalone, sources)
+        user = user_message(turn.standalone, sources, turn.language)
         return {"system": system_prompt(turn.req.kbs), "history": self._history(turn.req),
                 "user": f"{user}\n\n{task}" if task else user}
 
@@ -720,6 +753,19 @@ def _fix_citations(draft: str, claims: list[Claim]) -> tuple[str, set[str]]:
 
 LOOKUP_PASSAGES = 8  # passages a whole-document lookup shows
 LOOKUP_PASSAGE_CHARS = 400  # characters shown of each
+
+
+# The languages the reader model reads: it is MiniLM fine-tuned on English (rag_core/reader).
+READER_LANGUAGES = frozenset({"en"})
+
+
+def _reader_reads(ctx: Context) -> bool:
+    """Whether the reader can judge this question over these passages: both in a language
+    it reads (a chunk from before languages, "", is English). The best passage stands for
+    the passages: it is the one an answer would come from."""
+    if ctx.turn.language not in READER_LANGUAGES:
+        return False
+    return not ctx.sources or (ctx.sources[0].chunk.language or "en") in READER_LANGUAGES
 
 
 def _lookup_text(s: ScoredChunk) -> str:

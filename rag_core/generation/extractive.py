@@ -360,7 +360,7 @@ def _verbatim(passage: str, source: str) -> str:
 
 def _ending(span: str, last: str) -> str:
     """A span ending as a sentence: a full stop added unless it ends with one or with code."""
-    return span if re.search(r"[.!?…][\"'”’)]*$", span) or _is_code(last) or last.rstrip().endswith("```") else span + "."
+    return span if re.search(r"[.!?…。！？][\"'”’)」』]*$", span) or _is_code(last) or last.rstrip().endswith("```") else span + "."
 
 
 def cite_each(text: str, n: int) -> str:
@@ -375,6 +375,26 @@ def cite_each(text: str, n: int) -> str:
         if body:
             out.append(cite(body, n) + seg[len(body):])
     return "".join(out).rstrip()
+
+
+def sentence_by_terms(question: str, language: str, text: str, text_language: str,
+                      idf: Callable | None = None) -> tuple[int, str] | None:
+    """(index, sentence) of `text`'s sentence sharing the most idf-weighted terms with the
+    question, each read in its own language (and the question in the text's too): how the best
+    sentence of a passage is marked where the reader does not read the language. None when no
+    sentence shares a term."""
+    q = analyze(question, language)
+    if text_language != language:
+        q += analyze(question, text_language)
+    w = term_weights(q, idf)
+    best, best_score = None, 0.0
+    for k, sent in enumerate(split_sentences(text)):
+        if _is_code(sent):
+            continue
+        score = sum(w.get(t, 0.0) for t in set(analyze(sent, text_language)))
+        if score > best_score:
+            best, best_score = (k, _flat(sent)), score
+    return best
 
 
 def passage_for(text: str, k: int, sentence: str, also: list[int] | None = None,

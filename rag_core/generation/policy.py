@@ -53,7 +53,10 @@ WRITTEN = "written_answer_check"  # the reader's P(answers) of what the model wr
 VERIFICATION = "verification"  # no sentence of the answer is supported by its sources
 GROUNDED = "grounded_only"  # grounded-only: no supported sentence is left
 LOOKUP = "lookup"  # a whole-document lookup: shown as the document, never vetoed
-DECIDED_BY = (RETRIEVAL, READER, RELEVANCE, DECLINED, MODEL, WRITTEN, VERIFICATION, GROUNDED, LOOKUP)
+# Offline, in a language the reader does not read: it judged nothing, so nothing is shown as
+# an answer; the closest passages are, with their best sentence marked (text/messages.py).
+LANGUAGE = "reader_language"
+DECIDED_BY = (RETRIEVAL, READER, RELEVANCE, DECLINED, MODEL, WRITTEN, VERIFICATION, GROUNDED, LOOKUP, LANGUAGE)
 
 # What a person reads when the answer is withheld: what the system could not do, never a claim
 # that the documents hold no answer. The numbers stay in `detail` (JSON, the details expander).
@@ -65,6 +68,7 @@ PLAIN = {
     WRITTEN: "The written answer could not be confirmed as an answer to the question.",
     VERIFICATION: "No sentence of the written answer could be confirmed in the sources.",
     GROUNDED: "Grounded-only is on, and no sentence of the answer could be confirmed in the sources.",
+    LANGUAGE: "The offline reader reads English only: it judged no sentence of these passages.",
 }
 
 
@@ -85,6 +89,9 @@ class Signals:
     answers: float | None = None  # calibrated P(answers) of the written answer (its best sentence)
     grounded_only: bool = False
     kept: int | None = None  # grounded-only: sentences left after the unsupported ones were dropped
+    # The reader reads the question's and the passages' language (English): otherwise its
+    # evidence and P(answers) were not measured and must not decide anything.
+    reader_reads: bool = True
 
 
 @dataclass(frozen=True)
@@ -136,6 +143,8 @@ class AnswerPolicy:
                             f"the minimum relevance ({s.min_relevance:.2f}) dropped all {s.dropped} candidate passage(s)")
         if s.passages == 0:
             return Decision("abstain", RETRIEVAL, PLAIN[RETRIEVAL])
+        if s.mode == "extractive" and not s.reader_reads:
+            return Decision("abstain", LANGUAGE, PLAIN[LANGUAGE], "the offline reader reads English only")
         need = self.params.offline_min if s.mode == "extractive" else self.params.evidence_min
         if s.evidence is not None and need > 0 and s.evidence < need:
             return Decision("abstain", READER, PLAIN[READER],

@@ -104,5 +104,12 @@ ANSWER_REMINDER = ("Answer the question from the sources above in one to three s
                    "the marker of its source, like [1]. If the sources do not answer it, say so.")
 
 
-def user_message(question: str, sources: list[ScoredChunk]) -> str:
-    return f"{format_context(sources)}\n\nQuestion: {neutralise(question)}\n\n{ANSWER_REMINDER}"
+def user_message(question: str, sources: list[ScoredChunk], language: str = "en") -> str:
+    """The sources, the question, and the reminder; for a question not in English the
+    reminder names its language (small models otherwise answer in the sources' language)."""
+    reminder = ANSWER_REMINDER
+    if language and language != "en":
+        from ..text.language import name
+
+        reminder += f" Write the answer in {name(language)}, the language of the question."
+    return f"{format_context(sources)}\n\nQuestion: {neutralise(question)}\n\n{reminder}"

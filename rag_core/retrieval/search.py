@@ -8,6 +8,7 @@ from typing import Literal
 
 import numpy as np
 
+from ..embeddings import embed_queries
 from ..models import ScoredChunk, SearchFilters
 
 Mode = Literal["hybrid", "keyword", "vector"]
@@ -43,7 +44,7 @@ def candidate_search(
         return SearchResult(res, timings)
     if query_vector is None:
         t = time.perf_counter()
-        query_vector = np.asarray(embedder.embed_array([query])[0], dtype=np.float32)
+        query_vector = np.asarray(embed_queries(embedder, [query])[0], dtype=np.float32)
         timings["embed"] = (time.perf_counter() - t) * 1000
     if mode == "vector" or alpha >= 1.0:
         t = time.perf_counter()

@@ -105,6 +105,14 @@ def _fold_latin(word: str) -> str:
     return unicodedata.normalize("NFC", "".join(out))
 
 
+@lru_cache(maxsize=64)
+def _stopwords(lang: str) -> frozenset[str]:
+    """The language's stop words, with their accent-free spellings where it folds accents
+    ("ete" is "été" typed plainly)."""
+    words = _STOP_BY_LANG.get(lang, frozenset())
+    return words | {_fold_latin(w) for w in words} if lang in FOLDED else words
+
+
 def bigrams(run: str) -> list[str]:
     return [run] if len(run) < 2 else [run[i: i + 2] for i in range(len(run) - 1)]
 
@@ -117,7 +125,7 @@ def _words(text: str, lang: str, keep_stopwords: bool) -> list[str]:
                 continue
             out.append(_stem(tok))
         return out
-    stop = () if keep_stopwords else _STOP_BY_LANG.get(lang, ())
+    stop = () if keep_stopwords else _stopwords(lang)
     return [_stem_in(lang, tok) for tok in _TOKEN.findall(text.lower())
             if len(tok) <= MAX_TERM_LEN and tok not in stop]
 

@@ -1,7 +1,7 @@
 """Sentence boundaries, one rule for the chunker, the extractive answerer and the verifier.
 
 A sentence ends at . ! ? or … (plus closing quotes/brackets) followed by whitespace and an
-uppercase letter, digit or opening quote; paragraph breaks and lines that start a Markdown
+uppercase letter, digit or opening quote, or at a Chinese/Japanese 。！？ whatever follows; paragraph breaks and lines that start a Markdown
 block also start one, and so does the line after a closing code fence. Abbreviations and
 initials do not end a sentence.
 """
@@ -14,6 +14,8 @@ from functools import lru_cache
 
 
 _SENTENCE_END = re.compile(r"[.!?…]+[\"'”’»)\]]*\s+")
+# Chinese and Japanese full stops end a sentence with no space after them.
+_CJK_END = re.compile(r"[。！？]+[」』”’）)\]]*\s*")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
 _BLOCK_LINE_START = re.compile(r"\n[ \t]*(?=#{1,6}[ \t]|[-*+][ \t]|\d{1,3}[.)][ \t]|\||```|~~~)")
 _FENCE_LINE = re.compile(r"(?m)^[ \t]*(?:```|~~~)[^\n]*$")
@@ -49,6 +51,9 @@ def sentence_starts(text: str, start: int = 0, end: int | None = None) -> list[i
         if text[m.start()] == "." and _is_abbreviation(text, m.start()):
             continue
         found.add(pos)
+    for m in _CJK_END.finditer(text, start, end):
+        if m.end() < end:
+            found.add(m.end())
     for pattern in (_PARAGRAPH_BREAK, _BLOCK_LINE_START):
         for m in pattern.finditer(text, start, end):
             if start < m.end() < end:

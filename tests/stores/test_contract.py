@@ -324,3 +324,36 @@ def test_document_date_change_applies_at_once_and_in_other_openings(store_factor
     assert s.get_chunks(["kb/d#1"])[0].date == "2024-06-30"
     assert s.get_chunks(["kb/e#0"])[0].date == "2020-01-01"  # the other document keeps its date
     assert s.health()["ok"]
+
+
+def test_chunks_are_keyword_indexed_in_their_language_and_can_be_reindexed_in_another(store_factory):
+    """A German chunk's terms are German stems (an inflected question form finds it), a
+    Japanese one's are bigrams; re-indexing a document in another language swaps its terms
+    at once, in this opening and another, and keeps its vectors and its other chunks."""
+    s = store_factory()
+    de = make_chunks("de", "kb", ["Die Passwörter werden jedes Jahr geändert.", "Urlaubsanträge gehen an die Leitung."])
+    for c in de:
+        c.language = "de"
+    ja = make_chunks("ja", "kb", ["パスワードは毎年変更してください。"])
+    ja[0].language = "ja"
+    s.add_chunks(de, np.stack([unit(5), unit(6)]))
+    s.add_chunks(ja, np.stack([unit(7)]))
+    german = SearchFilters(languages=("de",))
+    assert [r.chunk.chunk_id for r in s.keyword_search("Wie ändere ich mein Passwort?", 5, german)] == ["kb/de#0"]
+    assert [r.chunk.chunk_id for r in s.keyword_search("パスワードの変更", 5, SearchFilters(languages=("ja",)))] == ["kb/ja#0"]
+    assert s.get_chunks(["kb/de#0"])[0].language == "de"
+    es = make_chunks("es", "kb", ["Las contraseñas se cambian cada año."])
+    es[0].language = "es"
+    s.add_chunks(es, np.stack([unit(4)]))
+    spanish = SearchFilters(languages=("es",))
+    assert [r.chunk.chunk_id for r in s.keyword_search("¿Cómo cambio la contraseña?", 5, spanish)] == ["kb/es#0"]
+    other = store_factory()
+    # read as English, "contraseñas" is folded before an English stem: the Spanish stem no longer meets it
+    assert s.reanalyse_document("kb", "es", "en") == 1
+    for st in (s, other):
+        assert st.keyword_search("¿Cómo cambio la contraseña?", 5, spanish) == []
+        assert st.get_chunks(["kb/es#0"])[0].language == "en"
+        assert [r.chunk.doc_id for r in st.vector_search(unit(4), 1, SearchFilters())] == ["es"]
+        assert st.count("kb") == 4
+    assert s.reanalyse_document("kb", "es", "es") == 1
+    assert [r.chunk.chunk_id for r in other.keyword_search("¿Cómo cambio la contraseña?", 5, spanish)] == ["kb/es#0"]

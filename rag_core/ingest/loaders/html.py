@@ -30,6 +30,12 @@ _HTML_BLOCKS = frozenset(
 def _load_html(data: bytes, source: str) -> LoadedDocument:
     from bs4 import BeautifulSoup
 
+    import warnings
+
+    from bs4 import XMLParsedAsHTMLWarning
+
+    # XHTML (DocBook output such as Debian's manuals) reads fine as HTML: no warning on stderr.
+    warnings.filterwarnings("ignore", category=XMLParsedAsHTMLWarning)
     # Bytes, not str: BeautifulSoup honours <meta charset> and BOMs when it decodes itself.
     try:
         soup = BeautifulSoup(data, "lxml")

@@ -1,0 +1,140 @@
+"""What the app says to a person in its own words (refusals, the closest passages' heading,
+the reasons and tips that come with them), in the question's language.
+
+The app speaks English, German, French, Spanish, Japanese and Chinese; a question in another
+language is answered in English. Keys are the answer policy's `decided_by` names where a
+reason belongs to a rule (rag_core/generation/policy.py); the English texts are the ones the
+rest of the code has always shown.
+"""
+
+from __future__ import annotations
+
+LANGUAGES = ("en", "de", "fr", "es", "ja", "zh")
+
+_TEXTS: dict[str, dict[str, str]] = {
+    "abstain": {
+        "en": "I don't have information about that in the selected knowledge bases.",
+        "de": "Dazu habe ich in den ausgewählten Wissensdatenbanken keine Informationen.",
+        "fr": "Je n'ai pas d'information à ce sujet dans les bases de connaissances sélectionnées.",
+        "es": "No tengo información sobre eso en las bases de conocimiento seleccionadas.",
+        "ja": "選択したナレッジベースには、それに関する情報がありません。",
+        "zh": "所选知识库中没有关于此问题的信息。",
+    },
+    "closest_heading": {
+        "en": "No answer could be confirmed in these passages, the closest ones found. Check them yourself",
+        "de": "In diesen Passagen, den nächstliegenden aus Ihren Dokumenten, konnte keine Antwort bestätigt werden. "
+              "Prüfen Sie sie selbst",
+        "fr": "Aucune réponse n'a pu être confirmée dans ces passages, les plus proches de vos documents. "
+              "Vérifiez-les vous-même",
+        "es": "No se pudo confirmar una respuesta en estos pasajes, los más cercanos de sus documentos. "
+              "Revíselos usted mismo",
+        "ja": "これらの箇所（文書中で最も近い箇所）では回答を確認できませんでした。ご自身で確認してください",
+        "zh": "在这些段落（您文档中最接近的段落）中无法确认答案。请自行查看",
+    },
+    # The offline reader reads English only: for another language it has not judged anything.
+    "language": {
+        "en": "Offline, answers can be confirmed only in English; these are the closest passages in your documents.",
+        "de": "Offline können Antworten nur auf Englisch bestätigt werden; dies sind die nächstliegenden Passagen "
+              "in Ihren Dokumenten.",
+        "fr": "Hors ligne, les réponses ne peuvent être confirmées qu'en anglais ; voici les passages les plus proches "
+              "dans vos documents.",
+        "es": "Sin conexión, las respuestas solo se pueden confirmar en inglés; estos son los pasajes más cercanos "
+              "de sus documentos.",
+        "ja": "オフラインでは回答を英語でしか確認できません。以下は文書中で最も近い箇所です。",
+        "zh": "离线时只能确认英文的答案；以下是您文档中最接近的段落。",
+    },
+    "language_reason": {
+        "en": "The offline reader reads English only: it judged no sentence of these passages.",
+        "de": "Der Offline-Leser liest nur Englisch: Er hat keinen Satz dieser Passagen beurteilt.",
+        "fr": "Le lecteur hors ligne ne lit que l'anglais : il n'a jugé aucune phrase de ces passages.",
+        "es": "El lector sin conexión solo lee inglés: no ha juzgado ninguna frase de estos pasajes.",
+        "ja": "オフラインの読み取りモデルは英語しか読めないため、これらの箇所の文は判定していません。",
+        "zh": "离线阅读模型只读英文：它没有判断这些段落中的任何句子。",
+    },
+    "retrieval": {
+        "en": "No passage in the selected knowledge bases matched the question.",
+        "de": "Keine Passage in den ausgewählten Wissensdatenbanken passte zur Frage.",
+        "fr": "Aucun passage des bases de connaissances sélectionnées ne correspond à la question.",
+        "es": "Ningún pasaje de las bases de conocimiento seleccionadas coincide con la pregunta.",
+        "ja": "選択したナレッジベースに質問に一致する箇所はありませんでした。",
+        "zh": "所选知识库中没有与问题匹配的段落。",
+    },
+    "reader": {
+        "en": "No sentence in the closest passages could be confirmed as an answer to the question.",
+        "de": "Kein Satz in den nächstliegenden Passagen konnte als Antwort auf die Frage bestätigt werden.",
+        "fr": "Aucune phrase des passages les plus proches n'a pu être confirmée comme réponse à la question.",
+        "es": "Ninguna frase de los pasajes más cercanos pudo confirmarse como respuesta a la pregunta.",
+        "ja": "最も近い箇所のどの文も、質問への回答として確認できませんでした。",
+        "zh": "最接近的段落中没有任何句子能被确认为问题的答案。",
+    },
+    "model": {
+        "en": "The language model found no answer to the question in the closest passages.",
+        "de": "Das Sprachmodell fand in den nächstliegenden Passagen keine Antwort auf die Frage.",
+        "fr": "Le modèle de langage n'a trouvé aucune réponse à la question dans les passages les plus proches.",
+        "es": "El modelo de lenguaje no encontró respuesta a la pregunta en los pasajes más cercanos.",
+        "ja": "言語モデルは最も近い箇所に質問への回答を見つけられませんでした。",
+        "zh": "语言模型在最接近的段落中没有找到问题的答案。",
+    },
+    "verification": {
+        "en": "No sentence of the written answer could be confirmed in the sources.",
+        "de": "Kein Satz der geschriebenen Antwort konnte in den Quellen bestätigt werden.",
+        "fr": "Aucune phrase de la réponse rédigée n'a pu être confirmée dans les sources.",
+        "es": "Ninguna frase de la respuesta redactada pudo confirmarse en las fuentes.",
+        "ja": "作成された回答のどの文も、出典で確認できませんでした。",
+        "zh": "所写答案中没有任何句子能在来源中得到确认。",
+    },
+    "tip_kbs": {
+        "en": "Check that the right knowledge bases are selected.",
+        "de": "Prüfen Sie, ob die richtigen Wissensdatenbanken ausgewählt sind.",
+        "fr": "Vérifiez que les bonnes bases de connaissances sont sélectionnées.",
+        "es": "Compruebe que están seleccionadas las bases de conocimiento correctas.",
+        "ja": "正しいナレッジベースが選択されているか確認してください。",
+        "zh": "请检查是否选择了正确的知识库。",
+    },
+    "tip_terms": {
+        "en": "Try other words for the key terms ({terms}).",
+        "de": "Versuchen Sie andere Wörter für die Schlüsselbegriffe ({terms}).",
+        "fr": "Essayez d'autres mots pour les termes clés ({terms}).",
+        "es": "Pruebe otras palabras para los términos clave ({terms}).",
+        "ja": "キーワード（{terms}）を別の言葉で試してください。",
+        "zh": "请尝试用其他词语表达关键词（{terms}）。",
+    },
+    "tip_rephrase": {
+        "en": "Try rephrasing the question.",
+        "de": "Versuchen Sie, die Frage anders zu formulieren.",
+        "fr": "Essayez de reformuler la question.",
+        "es": "Intente reformular la pregunta.",
+        "ja": "質問を言い換えてみてください。",
+        "zh": "请尝试换一种方式提问。",
+    },
+    "tip_upload": {
+        "en": "Upload a document that covers this topic.",
+        "de": "Laden Sie ein Dokument hoch, das dieses Thema behandelt.",
+        "fr": "Téléversez un document qui traite de ce sujet.",
+        "es": "Suba un documento que trate este tema.",
+        "ja": "このトピックを扱う文書をアップロードしてください。",
+        "zh": "请上传涵盖此主题的文档。",
+    },
+}
+
+# decided_by → the reason's key; rules not listed keep the policy's English text.
+_REASON_KEY = {"retrieval": "retrieval", "reader": "reader", "reader_language": "language_reason",
+               "model_relevance_check": "model", "model_declined": "model", "verification": "verification"}
+
+
+def speaks(language: str) -> str:
+    """The language the app answers a person in: theirs where it speaks it, else English."""
+    return language if language in LANGUAGES else "en"
+
+
+def text(key: str, language: str = "en", **fmt: str) -> str:
+    t = _TEXTS[key][speaks(language)]
+    return t.format(**fmt) if fmt else t
+
+
+def reason(decided_by: str, english: str, language: str) -> str:
+    """An abstention's plain reason in the person's language (`english`: the policy's own)."""
+    key = _REASON_KEY.get(decided_by)
+    if key is None or speaks(language) == "en":
+        return english
+    return text(key, language)
