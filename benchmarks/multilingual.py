@@ -48,6 +48,42 @@ def section_of(chunk) -> str:
     return m.group(1) if m else ""
 
 
+def llm_mode(args, ws, questions, langs) -> dict:
+    """The first N questions of each language answered by a local Qwen2.5 model (it speaks
+    these languages): gold section cited, abstained, or wrong; and whether the answer is in
+    the question's language (detected on the answer's text, markers removed)."""
+    from benchmarks.qwen_gguf import gguf
+    from rag_core.access import Caller
+    from rag_core.config import get_settings
+    from rag_core.text.language import detect
+    from rag_core.workspace import Workspace
+
+    me = Caller.operator()
+    llm_ws = Workspace(get_settings(ws.settings.data_dir, llm_gguf=gguf(args.llm), llm_threads=2, llm_timeout=600,
+                                    llm_retries=0, llm_max_tokens=200))
+    res: dict = {"model": f"qwen2.5-coder-{args.llm}", "n": args.llm_n}
+    try:
+        for lang in langs:
+            row = {"correct": 0, "abstained": 0, "wrong": 0, "in_question_language": 0, "seconds": []}
+            for q in questions[: args.llm_n]:
+                t = time.perf_counter()
+                a = llm_ws.ask([f"debref-{lang}"], q["questions"][lang], caller=me)
+                row["seconds"].append(round(time.perf_counter() - t, 1))
+                if a.abstained:
+                    row["abstained"] += 1
+                    continue
+                got = {section_of(c) for c in ws.store.get_chunks([c.chunk_id for c in a.citations])}
+                row["correct" if q["gold_section"] in got else "wrong"] += 1
+                said = re.sub(r"\[\d+\]|`[^`]*`", " ", a.text)
+                row["in_question_language"] += detect(said)[0] == lang
+            row["p50_s"] = statistics.median(row.pop("seconds"))
+            res[lang] = row
+            print("llm", lang, json.dumps(row), flush=True)
+    finally:
+        llm_ws.close()
+    return res
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--html", required=True, type=Path)
@@ -55,7 +91,10 @@ def main() -> int:
     ap.add_argument("--embedder", default="minilm", choices=["minilm", "e5"])
     ap.add_argument("--languages", default=",".join(LANGS))
     ap.add_argument("--no-mixed", action="store_true")
+    ap.add_argument("--only-mixed", action="store_true", help="the mixed knowledge base alone")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--llm", default=None, choices=["0.5b", "1.5b"], help="also answer with a local Qwen2.5 model")
+    ap.add_argument("--llm-n", type=int, default=5, help="questions per language in LLM mode (the first N)")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     os.environ["RAG_DATA_DIR"] = str(args.data_dir / args.embedder)
@@ -69,6 +108,8 @@ def main() -> int:
     questions = [json.loads(line) for line in QUESTIONS.read_text().splitlines() if line.strip()]
     langs = args.languages.split(",")
     out: dict = {"embedder": args.embedder, "questions": len(questions), "languages": {}}
+    if args.out and args.out.exists():  # a run over some languages adds to the earlier ones
+        out = json.loads(args.out.read_text())
 
     def kb_for(name: str, files: list[Path]) -> dict:
         have = {kb.name for kb in ws.list_kbs(caller=me)}
@@ -80,7 +121,7 @@ def main() -> int:
             info = {"ingest_s": round(time.perf_counter() - t, 1), "chunks": st.chunks}
         return info
 
-    for lang in langs:
+    for lang in ([] if args.only_mixed else langs):
         files = [args.html / f"{ch}.{FILE_LANG.get(lang, lang)}.html" for ch in CHAPTERS]
         name = f"debref-{lang}"
         row: dict = kb_for(name, files)
@@ -114,7 +155,7 @@ def main() -> int:
         print(lang, json.dumps(row), flush=True)
 
     if not args.no_mixed and {"en", "de"} <= set(langs):
-        name = "debref-en+de"
+        name = "debref-en-de"
         files = [args.html / f"{ch}.{lg}.html" for lg in ("en", "de") for ch in CHAPTERS]
         kb_for(name, files)
         mixed = {}
@@ -133,6 +174,8 @@ def main() -> int:
         mixed["de_questions_over_en_recall5"] = round(cross / len(questions), 3)
         out["mixed"] = mixed
         print("mixed", json.dumps(mixed), flush=True)
+    if args.llm:
+        out["llm"] = llm_mode(args, ws, questions, langs)
     ws.close()
     if args.out:
         args.out.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")

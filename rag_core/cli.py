@@ -254,6 +254,27 @@ def cmd_learned(args) -> int:
     return 0
 
 
+def cmd_reembed(args) -> int:
+    """Re-embed the data folder with the configured embedding model (admins)."""
+    ws = _workspace(args)
+    caller = _caller(args, ws)
+    bar = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, unit="chunk", desc="re-embedding", disable=None if not args.json else True,
+                       file=sys.stderr)
+        bar.update(done - bar.n)
+
+    res = ws.reembed(caller=caller, progress=progress)
+    if bar is not None:
+        bar.close()
+    _emit(args, res, f"re-embedded {res['chunks']} chunks with {res['model']}" if res["changed"]
+          else f"already embedded with {res['model']}: nothing to do")
+    return 0
+
+
 def cmd_calibrate(args) -> int:
     """Fit the answer policy to the configured model (admins), or show the one in force."""
     ws = _workspace(args)
@@ -714,6 +735,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="near-miss questions to decline, at least (default RAG_ANSWER_POLICY_TARGET, 0.85)")
     ca.add_argument("--show", action="store_true", help="print the policy in force and its figures")
     ca.set_defaults(func=cmd_calibrate)
+
+    re_ = sub.add_parser("reembed", help="re-embed every document with the configured embedding model, after a model "
+                         "change (admins; resumable; keyword search works meanwhile)", parents=[common])
+    re_.set_defaults(func=cmd_reembed)
 
     de = sub.add_parser("delete", help="delete a document", parents=[common])
     de.add_argument("--kb", required=True)

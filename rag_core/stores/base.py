@@ -36,6 +36,13 @@ class ChunkStore(Protocol):
         """Stamp a document's chunks with a new date (models.iso_to_day); returns the count.
         Date filters (SearchFilters.after/before) apply inside the search, like the others."""
 
+    def clear_vectors(self, kb_id: str, doc_id: str) -> int:
+        """Drop a document's vectors (re-embedding with another model): it stays keyword-
+        searchable and leaves vector search until `set_vectors`. Returns the count."""
+
+    def vector_dim(self) -> int:
+        """Size of the stored vectors; 0 when none is stored."""
+
     def reanalyse_document(self, kb_id: str, doc_id: str, language: str) -> int:
         """Re-index a document's chunks as written in `language` (keyword terms analysed anew,
         vectors kept), atomically: the document is never missing meanwhile. Returns the count."""

@@ -202,10 +202,12 @@ class EmbeddedStore:
         """Vectors stored after their rows were indexed (or not in a snapshot), by row id."""
         for start in range(0, len(row_ids), 500):
             part = row_ids[start : start + 500]
-            rows = self.db.query(
-                f"SELECT id, vector FROM chunks WHERE id IN ({','.join('?' * len(part))}) AND length(vector) > 0", part)
-            if rows:
-                mi.set_vectors([r[0] for r in rows], np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows]))
+            rows = self.db.query(f"SELECT id, vector FROM chunks WHERE id IN ({','.join('?' * len(part))})", part)
+            have = [r for r in rows if len(r[1])]
+            if have:
+                mi.set_vectors([r[0] for r in have], np.stack([np.frombuffer(r[1], dtype=np.float32) for r in have]))
+            if len(have) < len(rows):  # vectors cleared for re-embedding (clear_vectors)
+                mi.clear_vectors([r[0] for r in rows if not len(r[1])])
 
     def _open_index(self, conn, pruned_tomb: int, pruned_vec: int) -> MemIndex:
         """The index at open: the snapshot and what happened since, or (no usable snapshot)
@@ -542,6 +544,26 @@ class EmbeddedStore:
         self._sync()
         self._prune_logs()
         return len(done)
+
+    def clear_vectors(self, kb_id: str, doc_id: str) -> int:
+        """A document's vectors dropped (re-embedding with another model): it stays found by
+        its keywords until `set_vectors` gives it new ones. Other processes follow through
+        the vector-updates log."""
+        with self.db.transaction() as c:
+            ids = [r[0] for r in c.execute("SELECT id FROM chunks WHERE kb_id=? AND doc_id=?", (kb_id, doc_id))]
+            if not ids:
+                return 0
+            c.execute("UPDATE chunks SET vector=x'' WHERE kb_id=? AND doc_id=?", (kb_id, doc_id))
+            c.executemany("INSERT INTO vector_updates(row_id) VALUES (?)", [(i,) for i in ids])
+            self._bump(c)
+        self._sync()
+        self._prune_logs()
+        return len(ids)
+
+    def vector_dim(self) -> int:
+        """Size of the stored vectors (0: none stored yet)."""
+        self._sync()
+        return int(self._mi.dim or 0)
 
     def set_document_date(self, kb_id: str, doc_id: str, day: int) -> int:
         """A document's date changed (an owner edited it): every chunk of it takes the new day."""

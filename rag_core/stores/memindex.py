@@ -269,6 +269,12 @@ class MemIndex:
         if self._touched is not None:
             self._touched.append(pos[ok])
 
+    def clear_vectors(self, row_ids: list[int]) -> None:
+        """These rows leave vector search (their vectors are being recomputed by another
+        model); keyword search keeps them."""
+        pos = self.positions(row_ids)
+        self.has_vec[pos[pos >= 0]] = False
+
     def set_days(self, row_ids: list[int], days: list[int]) -> None:
         pos = self.positions(row_ids)
         ok = pos >= 0

@@ -304,6 +304,23 @@ class WeaviateStore:
                                    uuid=o.uuid))
         return self._upsert(objs, "date updates")
 
+    def clear_vectors(self, kb_id: str, doc_id: str) -> int:
+        """Every object of the document re-written without its vector (re-embedding with
+        another model): BM25 and the keyword side of hybrid still find it."""
+        found = self._fetch_all(self._Filter.by_property("doc_key").equal(f"{kb_id}/{doc_id}"))
+        DataObject = self._wv.classes.data.DataObject
+        return self._upsert([DataObject(properties=dict(o.properties), vector=None, uuid=o.uuid) for o in found],
+                            "vector removals")
+
+    def vector_dim(self) -> int:
+        """Size of the stored vectors (0: none stored yet)."""
+        objs = self._query(None, 50, include_vector=True)
+        for o in objs:
+            vec = o.vector.get("default") if isinstance(o.vector, dict) else o.vector
+            if vec:
+                return len(vec)
+        return 0
+
     def reanalyse_document(self, kb_id: str, doc_id: str, language: str) -> int:
         """Every object of the document re-written with `language` and its keyword terms
         analysed in it (an upsert by uuid, vectors kept: the document stays searchable)."""

@@ -357,3 +357,21 @@ def test_chunks_are_keyword_indexed_in_their_language_and_can_be_reindexed_in_an
         assert st.count("kb") == 4
     assert s.reanalyse_document("kb", "es", "es") == 1
     assert [r.chunk.chunk_id for r in other.keyword_search("¿Cómo cambio la contraseña?", 5, spanish)] == ["kb/es#0"]
+
+
+def test_cleared_vectors_leave_vector_search_and_keyword_search_keeps_the_document(store_factory):
+    """Re-embedding with another model: a document's vectors are dropped (it is found by its
+    words only, in this opening and another), then set anew."""
+    s = store_factory()
+    s.add_chunks(make_chunks("a", "kb", ["glacier melt rates", "glacier ice cores"]), np.stack([unit(1), unit(2)]))
+    s.add_chunks(make_chunks("b", "kb", ["desert dunes"]), np.stack([unit(3)]))
+    assert s.vector_dim() == DIM
+    other = store_factory()
+    assert s.clear_vectors("kb", "a") == 2
+    for st in (s, other):
+        assert {r.chunk.doc_id for r in st.vector_search(unit(1), 5, ALL)} == {"b"}
+        assert {r.chunk.doc_id for r in st.keyword_search("glacier", 5, ALL)} == {"a"}
+        assert {r.chunk.doc_id for r in st.hybrid_search("glacier", unit(1), 5, ALL)} >= {"a"}
+    assert s.set_vectors(["kb/a#0", "kb/a#1"], np.stack([unit(4), unit(5)])) == 2
+    for st in (s, other):
+        assert [r.chunk.chunk_id for r in st.vector_search(unit(4), 1, ALL)] == ["kb/a#0"]

@@ -29,11 +29,11 @@ def test_accents_fold_where_the_language_expects_it_and_only_there():
     assert analyze("Käse", "fi") != analyze("Kase", "fi")
 
 
-def test_japanese_and_chinese_are_bigrams_with_voicing_marks_kept():
+def test_japanese_is_words_and_chinese_bigrams_with_voicing_marks_kept():
     ja = analyze("パスワードを変更するにはどうすればいいですか", "ja")
-    assert "パス" in ja and "変更" in ja
-    assert "ガイ" in analyze("ｶﾞｲﾄﾞ", "ja")  # half-width kana normalised, the voicing mark kept
-    assert "カイ" not in analyze("ガイド", "ja")
+    assert "パスワード" in ja and "変更" in ja and "を" not in ja  # words, particles dropped
+    assert "ガイド" in analyze("ｶﾞｲﾄﾞ", "ja")  # half-width kana normalised, the voicing mark kept
+    assert "カイ" not in analyze("ガイド", "zh") and "ガイ" in analyze("ガイド", "zh")  # bigrams outside Japanese
     assert "密码" in analyze("如何更改我的密码？", "zh")
     # a Latin word inside Japanese text is still a word
     assert "sudo" in analyze("sudoの設定ファイル", "ja")
