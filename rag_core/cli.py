@@ -256,6 +256,8 @@ def cmd_learned(args) -> int:
 
 def cmd_reembed(args) -> int:
     """Re-embed the data folder with the configured embedding model (admins)."""
+    from tqdm import tqdm
+
     ws = _workspace(args)
     caller = _caller(args, ws)
     bar = None

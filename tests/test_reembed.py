@@ -61,3 +61,22 @@ def test_a_model_change_is_refused_until_reembedded_then_vectors_are_the_new_mod
         assert ws.reembed(caller=OP)["changed"] is False  # done: nothing left to do
     finally:
         ws.close()
+
+
+def test_the_cli_reembeds_and_says_so(tmp_path, monkeypatch):
+    import json
+    import subprocess
+    import sys
+
+    (tmp_path / "garden.md").write_text(ENGLISH, encoding="utf-8")
+    env = {**__import__("os").environ, "RAG_DATA_DIR": str(tmp_path / "data")}
+    env.pop("RAG_EMBEDDING_PROVIDER", None)
+    run = lambda *a, **kw: subprocess.run([sys.executable, "-m", "rag_core", *a], env={**env, **kw},  # noqa: E731
+                                          capture_output=True, text=True, timeout=300)
+    assert run("kb", "create", "g").returncode == 0
+    assert run("ingest", "--kb", "g", str(tmp_path / "garden.md")).returncode == 0
+    refused = run("ask", "--kb", "g", "How much sun do tomatoes need?", RAG_EMBEDDING_PROVIDER="e5")
+    assert refused.returncode == 2 and "reembed" in refused.stderr
+    done = run("reembed", "--json", RAG_EMBEDDING_PROVIDER="e5")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"model": "multilingual-e5-small-q4", "changed": True, "chunks": 1}
