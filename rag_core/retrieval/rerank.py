@@ -67,16 +67,25 @@ class FeatureReranker:
     name: str = "features"
 
     def features(self, query: str, candidates: list[ScoredChunk]) -> np.ndarray:
-        q_terms = analyze(query)
-        w = term_weights(q_terms, self.idf)
-        total = sum(w.values()) or 1.0
-        q_bigrams = {(a, b) for a, b in zip(q_terms, q_terms[1:]) if a != b}
+        # The question is read in each passage's language, as the keyword index reads both
+        # (an English passage, or one from before languages, exactly as before).
+        by_lang: dict[str, tuple] = {}
+
+        def question_in(lang: str) -> tuple:
+            if lang not in by_lang:
+                q_terms = analyze(query, lang)
+                w = term_weights(q_terms, self.idf)
+                by_lang[lang] = (w, sum(w.values()) or 1.0, {(a, b) for a, b in zip(q_terms, q_terms[1:]) if a != b})
+            return by_lang[lang]
+
         best_kw = max((c.scores.get("keyword", 0.0) for c in candidates), default=0.0)
         rows = []
         for c in candidates:
-            d_terms = analyze(c.chunk.text)
+            lang = c.chunk.language or "en"
+            w, total, q_bigrams = question_in(lang)
+            d_terms = analyze(c.chunk.text, lang)
             d_set = set(d_terms)
-            t_set = set(analyze(f"{c.chunk.title} {c.chunk.source} {c.chunk.section}"))
+            t_set = set(analyze(f"{c.chunk.title} {c.chunk.source} {c.chunk.section}", lang))
             kw = max(c.scores.get("keyword", 0.0), 0.0)
             d_bigrams = set(zip(d_terms, d_terms[1:]))
             rows.append(
