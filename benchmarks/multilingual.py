@@ -48,6 +48,26 @@ def section_of(chunk) -> str:
     return m.group(1) if m else ""
 
 
+def detection(questions) -> dict:
+    """Language detection on the questions (short texts, 5–25 words): share detected right
+    with no prior, and as the app reads them over English documents (prior "en": a question
+    the model is unsure of takes the documents' language); time per question."""
+    from rag_core.text.language import detect
+
+    t = time.perf_counter()
+    detect("the model loads once per process")
+    res = {"load_ms": round((time.perf_counter() - t) * 1000, 1)}
+    for lang in LANGS:
+        texts = [q["questions"][lang] for q in questions]
+        t = time.perf_counter()
+        bare = sum(detect(x)[0] == lang for x in texts)
+        ms = (time.perf_counter() - t) * 1000 / len(texts)
+        prior = sum((detect(x, "en")[0] or "en") == lang for x in texts)
+        res[lang] = {"accuracy": round(bare / len(texts), 3), "accuracy_with_prior_en": round(prior / len(texts), 3),
+                     "ms_per_question": round(ms, 2)}
+    return res
+
+
 def llm_mode(args, ws, questions, langs) -> dict:
     """The first N questions of each language answered by a local Qwen2.5 model (it speaks
     these languages): gold section cited, abstained, or wrong; and whether the answer is in
@@ -110,6 +130,9 @@ def main() -> int:
     out: dict = {"embedder": args.embedder, "questions": len(questions), "languages": {}}
     if args.out and args.out.exists():  # a run over some languages adds to the earlier ones
         out = json.loads(args.out.read_text())
+
+    out["detection"] = detection(questions)
+    print("detection", json.dumps(out["detection"]), flush=True)
 
     def kb_for(name: str, files: list[Path]) -> dict:
         have = {kb.name for kb in ws.list_kbs(caller=me)}
