@@ -112,6 +112,9 @@ def main() -> int:
     ap.add_argument("--languages", default=",".join(LANGS))
     ap.add_argument("--no-mixed", action="store_true")
     ap.add_argument("--only-mixed", action="store_true", help="the mixed knowledge base alone")
+    ap.add_argument("--fresh", action="store_true",
+                    help="delete and ingest the knowledge bases again (vectors come from the folder's embedding cache)")
+    ap.add_argument("--skip-offline", action="store_true", help="retrieval only (with --llm: LLM mode only)")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--llm", default=None, choices=["0.5b", "1.5b"], help="also answer with a local Qwen2.5 model")
     ap.add_argument("--llm-n", type=int, default=5, help="questions per language in LLM mode (the first N)")
@@ -131,11 +134,18 @@ def main() -> int:
     if args.out and args.out.exists():  # a run over some languages adds to the earlier ones
         out = json.loads(args.out.read_text())
 
-    out["detection"] = detection(questions)
-    print("detection", json.dumps(out["detection"]), flush=True)
+    if not args.skip_offline:
+        out["detection"] = detection(questions)
+        print("detection", json.dumps(out["detection"]), flush=True)
+
+    fresh_done: set[str] = set()
 
     def kb_for(name: str, files: list[Path]) -> dict:
         have = {kb.name for kb in ws.list_kbs(caller=me)}
+        if args.fresh and name in have and name not in fresh_done:
+            ws.delete_kb(name, caller=me)
+            have.discard(name)
+        fresh_done.add(name)
         info = {}
         if name not in have:
             ws.create_kb(name, caller=me)
@@ -144,7 +154,7 @@ def main() -> int:
             info = {"ingest_s": round(time.perf_counter() - t, 1), "chunks": st.chunks}
         return info
 
-    for lang in ([] if args.only_mixed else langs):
+    for lang in ([] if args.only_mixed or args.skip_offline else langs):
         files = [args.html / f"{ch}.{FILE_LANG.get(lang, lang)}.html" for ch in CHAPTERS]
         name = f"debref-{lang}"
         row: dict = kb_for(name, files)
@@ -177,7 +187,7 @@ def main() -> int:
         out["languages"][lang] = row
         print(lang, json.dumps(row), flush=True)
 
-    if not args.no_mixed and {"en", "de"} <= set(langs):
+    if not args.no_mixed and not args.skip_offline and {"en", "de"} <= set(langs):
         name = "debref-en-de"
         files = [args.html / f"{ch}.{lg}.html" for lg in ("en", "de") for ch in CHAPTERS]
         kb_for(name, files)

@@ -144,6 +144,24 @@ def test_document_dates_filter_query_and_search_and_owners_edit_them(client):
     assert s["results"] and s["results"][0]["date"] == "2020-05-01"
 
 
+def test_a_documents_language_is_listed_and_owners_correct_it(client):
+    alice = client("alice")
+    docs = alice.get("/v1/knowledge-bases/handbook/documents").json()["data"]
+    doc = next(d for d in docs if d["source"] == "handbook.md")
+    assert (doc["language"], doc["language_source"]) == ("en", "detected")
+    url = f"/v1/knowledge-bases/handbook/documents/{doc['doc_id']}"
+    assert client("bob").patch(url, json={"language": "de"}).status_code == 403  # a reader, not an owner
+    r = alice.patch(url, json={"language": "english"})
+    assert r.status_code == 400 and "ISO 639-1" in r.json()["error"]["message"]
+    assert alice.patch(url, json={}).status_code == 422
+    r = alice.patch(url, json={"language": "de"})
+    assert r.status_code == 200 and (r.json()["language"], r.json()["language_source"]) == ("de", "set")
+    r = alice.patch(url, json={"language": "en"})  # back, for the other tests of this module
+    assert r.json()["language"] == "en"
+    a = alice.post(QUERY, json={"question": "Wie viele Urlaubstage habe ich?", "knowledge_bases": ["handbook"]}).json()
+    assert a["language"] == "de"
+
+
 def test_the_server_keeps_serving_after_all_that(api):
     base = api[0]
     assert httpx.get(f"{base}/v1/health").status_code == 200
