@@ -77,8 +77,16 @@ def detect(text: str, prior: str = UNKNOWN) -> tuple[str, float]:
 @lru_cache(maxsize=4096)
 def question_language(question: str, prior: str = "en") -> str:
     """A question's language; `prior` (the searched documents' main language) where the
-    question is too short or too plain to tell ("gnuplot set terminal png")."""
-    return detect(question, prior)[0] or prior
+    question is too short or too plain to tell ("gnuplot set terminal png"), or where the
+    guess is a language the app neither analyses nor speaks: on a short English question the
+    model's runner-up guesses are English-like languages ("How do I run Maxima inside a Jupyter
+    notebook?" → Nigerian Pidgin, p 0.52), and acting on one only loses the question's words."""
+    from .analysis import SNOWBALL
+
+    lang = detect(question, prior)[0]
+    if not lang or (lang != prior and lang not in SNOWBALL and lang not in NAMES):
+        return prior
+    return lang
 
 
 def sample(text: str, chars: int = _SAMPLE_CHARS) -> str:

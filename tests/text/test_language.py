@@ -37,6 +37,12 @@ def test_a_plain_keyword_query_keeps_the_documents_language():
     assert detect("42 !!")[0] == UNKNOWN
 
 
+def test_a_guess_of_a_language_the_app_cannot_analyse_keeps_the_documents_language():
+    # langid's guess here is Nigerian Pidgin (p 0.52): English-like, no stemmer, no messages
+    assert detect("How do I run Maxima inside a Jupyter notebook?")[0] != "en"
+    assert question_language("How do I run Maxima inside a Jupyter notebook?", "en") == "en"
+
+
 def test_all_kanji_is_japanese_where_the_documents_are():
     assert question_language("有給休暇", "ja") == "ja"
     assert question_language("有給休暇", "en") == "zh"
