@@ -199,6 +199,18 @@ def _build(provider: str, model: str, max_tokens: int, batch: int, batch_tokens:
     return MiniLMEmbeddings(max_tokens=max_tokens, batch_tokens=batch_tokens, threads=threads)
 
 
+def bundled_embedder(settings: Settings) -> MiniLMEmbeddings:
+    """The bundled MiniLM, whatever provider retrieval uses: the offline answer's sentence
+    selection weighs a MiniLM cosine (generation/selection_weights.json was fitted on it), so
+    that feature must come from MiniLM. With E5's cosines (0.8–0.9 for any passage on topic)
+    the same weights read every sentence as more answering: on the Debian Reference's English
+    questions the reader then answered 26 of 30 instead of 16, with a line no calibration had
+    seen (benchmarks/multilingual.py, before this was fixed)."""
+    threads = settings.embedding_threads or int(os.environ.get("OMP_NUM_THREADS", "0") or 0)
+    return _build("minilm", "", settings.embedding_max_tokens, settings.embedding_batch_size,
+                  settings.embedding_batch_tokens, threads, None, None)
+
+
 def embed_queries(embedder, texts: list[str]) -> np.ndarray:
     """Questions' vectors: the embedder's query side where it has one (E5), else its only one."""
     side = getattr(embedder, "embed_queries", None)

@@ -44,6 +44,7 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import RunnableConfig, RunnableGenerator, RunnableLambda
 
 from ..config import Settings
+from ..embeddings import MINILM_ID, bundled_embedder
 from ..grounding.citations import MARKER, attach_markers, citation_for, resolve
 from ..grounding.verify import Verifier, answer_sentences, answers_question, confidence, grounding_score, plain
 from ..models import Answer, Citation, Claim, KnowledgeBase, RetrievalSettings, ScoredChunk, SearchFilters
@@ -203,7 +204,9 @@ class AnswerEngine:
         idf = getattr(store, "idf", None)
         self.reader = get_reader(settings.reader_threads)
         self.verifier = Verifier(reader=self.reader, idf=idf)
-        self.extractive = ExtractiveAnswerer(reader=self.reader, idf=idf, embed=embedder.embed_array)
+        # the selection's cosine feature comes from the model it was fitted with (embeddings.bundled_embedder)
+        selection = embedder if getattr(embedder, "model_id", "") == MINILM_ID else bundled_embedder(settings)
+        self.extractive = ExtractiveAnswerer(reader=self.reader, idf=idf, embed=selection.embed_array)
         self.retriever = GroundworkRetriever(pipeline=retrieval)
         # Documents go in the human turn inside <retrieved_context>; the system turn holds only
         # our rules and the knowledge bases' instructions (prompts.py).
