@@ -278,7 +278,7 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
         if answer.closest:
             # Not an answer: plain passages under a heading that says so, never styled as one
             # (no scores, no markers), each openable in the page viewer to judge for oneself.
-            with st.expander(escape_md(closest_heading(answer.language)), expanded=True,
+            with st.expander(closest_heading(answer.language), expanded=True,  # our words, no document text
                              icon=":material/find_in_page:"):
                 for c in answer.closest:
                     # the passage as an answer would show it (code as code, lists as lists),

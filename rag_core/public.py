@@ -42,7 +42,7 @@ class GroundworkRetriever(_Retriever):
         except Exception:
             ws.close()
             raise
-        return cls(pipeline=ws.retrieval, filters=ws.search_filters(caller, kbs), settings=merged_settings(kbs),
+        return cls(pipeline=ws.retrieval, filters=ws.search_filters(kbs, caller=caller), settings=merged_settings(kbs),
                    mode=mode, k=k, workspace=ws)
 
     def close(self) -> None:

@@ -80,7 +80,8 @@ class Workspace:
                 self.store.reanalyse_document(doc.kb_id, doc.doc_id, lang)
             self.appdb.set_document_language(doc.kb_id, doc.doc_id, lang, "detected")
 
-    def search_filters(self, caller: Caller, kbs: list[KnowledgeBase], doc_ids: list[str] | None = None) -> SearchFilters:
+    def search_filters(self, kbs: list[KnowledgeBase], doc_ids: list[str] | None = None, *,
+                       caller: Caller) -> SearchFilters:
         """The caller's filters (rag_core/access.py) plus the languages of the documents
         searched, which the keyword side reads the question in."""
         f = access.search_filters(caller, kbs, doc_ids)
@@ -558,7 +559,7 @@ class Workspace:
         from .retrieval.retriever import GroundworkRetriever
 
         kbs = self.resolve_kbs(kb_names, caller=caller)
-        return GroundworkRetriever(pipeline=self.retrieval, filters=self.search_filters(caller, kbs),
+        return GroundworkRetriever(pipeline=self.retrieval, filters=self.search_filters(kbs, caller=caller),
                                    settings=merged_settings(kbs), k=k)
 
     def search(
@@ -583,7 +584,7 @@ class Workspace:
             rs.alpha = alpha
         if fusion is not None:
             rs.fusion = fusion
-        filters = date_range(self.search_filters(caller, kbs), after, before)
+        filters = date_range(self.search_filters(kbs, caller=caller), after, before)
         return self.retrieval.run(query, filters, rs, mode=mode, rerank=rerank, k=k)
 
     # ---- answers ---------------------------------------------------------------------
@@ -619,7 +620,7 @@ class Workspace:
         from .generation.chain import AnswerRequest
 
         kbs = self.resolve_kbs(kb_names, caller=caller)
-        filters = date_range(self.search_filters(caller, kbs, doc_ids), after, before)
+        filters = date_range(self.search_filters(kbs, doc_ids, caller=caller), after, before)
         return AnswerRequest(question=question, kbs=kbs, filters=filters, history=list(history or []))
 
     def ask(self, kb_names: list[str], question: str, history=None, doc_ids: list[str] | None = None,

@@ -92,6 +92,8 @@ SURFACES = {
     "fill_vectors": ("write", lambda ws, c, t: ws.fill_vectors(t.name, caller=c)),
     "delete_document": ("write", lambda ws, c, t: ws.delete_document(t.name, t.doc_id, caller=c)),
     "set_document_date": ("write", lambda ws, c, t: ws.set_document_date(t.name, t.doc_id, "2001-02-03", caller=c)),
+    "set_document_language": ("write", lambda ws, c, t: ws.set_document_language(t.name, t.doc_id, "de", caller=c)),
+    "search_filters": ("read", lambda ws, c, t: ws.search_filters(ws.resolve_kbs([t.name], caller=c), caller=c)),
     "submit_upload": ("write", lambda ws, c, t: ws.submit_upload(t.name, [("x.txt", b"intruder text")], caller=c)),
     "job": ("own", lambda ws, c, t: ws.job(t.job_id, caller=c)),
     "cancel_job": ("own", lambda ws, c, t: ws.cancel_job(t.job_id, caller=c)),
@@ -100,7 +102,8 @@ SURFACES = {
 # Methods scoped to the caller itself (no other party's object named): tested one by one below.
 CALLER_SCOPED = {"list_kbs", "create_kb", "conversations", "feedback_for", "last_kbs", "remember_kbs", "migrate_to",
                  "gap_report", "feedback_signals", "revert_feedback", "delete_my_questions", "export_user_data",
-                 "erase_user_data", "calibrate_answer_policy", "start_calibration", "calibration_status"}
+                 "erase_user_data", "calibrate_answer_policy", "start_calibration", "calibration_status",
+                 "reembed"}  # admins only: tests/test_reembed.py
 # process lifecycle, and retention: it applies each knowledge base's own setting (an owner's
 # choice, made through update_kb), not a caller's request
 NO_IDENTITY = {"close", "start_worker", "purge_expired"}
@@ -254,7 +257,7 @@ def test_caller_scoped_surfaces(world, tmp_path):
     # the answer policy: anyone reads the one in force; only an admin calibrates it
     assert ws.answer_policy(caller=BOB)["name"] == ws.answer_policy(caller=OP)["name"]
     for fn in (lambda: ws.calibrate_answer_policy(caller=ALICE, limit=2), lambda: ws.start_calibration(caller=BOB),
-               lambda: ws.calibration_status(caller=CAROL)):
+               lambda: ws.calibration_status(caller=CAROL), lambda: ws.reembed(caller=ALICE)):
         with pytest.raises(PermissionDenied):
             fn()
     assert ws.calibration_status(caller=OP) == {}
@@ -312,6 +315,8 @@ CLI = {
     ("eval", "beir"): ("self", ["{folder}"]),  # indexes into the caller's own knowledge base
     ("chunks",): ("read", ["--kb", "{kb}", "--out", "{out}"]),
     ("date",): ("write", ["--kb", "{kb}", "{doc}", "2001-02-03"]),
+    ("language",): ("write", ["--kb", "{kb}", "{doc}", "de"]),
+    ("reembed",): ("admin", []),
     ("learned", "list"): ("self", []),  # records of knowledge bases the caller owns (admins: all)
     ("learned", "revert"): ("admin", ["--id", "1"]),
     ("calibrate",): ("admin", ["--limit", "2"]),  # --show: anyone (the policy in force, no data)

@@ -218,7 +218,7 @@ def test_chunks_exports_what_was_extracted_with_access_applied(data, tmp_path):
     summary = json.loads(run(data, "chunks", "--kb", "guide", "--out", str(out), "--json", "--user", "alice").stdout)
     rows = [json.loads(line) for line in out.open()]
     assert summary["chunks"] == len(rows) >= 1
-    assert set(rows[0]) == {"chunk_id", "doc_id", "source", "page_start", "page_end", "section", "text"}
+    assert set(rows[0]) == {"chunk_id", "doc_id", "source", "page_start", "page_end", "section", "language", "text"}
     assert rows[0]["source"] == "guide.pdf" and rows[0]["page_start"] == 1
     assert rows[-1]["page_end"] == 2 and "Run the program" in " ".join(r["text"] for r in rows)
     p = run(data, "chunks", "--kb", "guide", "--out", str(tmp_path / "bob.jsonl"), "--user", "bob", ok=False)
