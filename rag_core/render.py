@@ -10,6 +10,7 @@ import re
 
 from .grounding.verify import answer_sentences, plain, quotation_key
 from .models import Answer
+from .text.messages import text
 from .text.sentences import split_units
 
 # Every ASCII punctuation character that starts or ends something in Streamlit's Markdown:
@@ -176,14 +177,12 @@ def _decorated(sent: str, nums: list[int], color: str, bold: bool) -> list[tuple
 
 # The one heading over an abstention's closest passages (chat page, CLI, OpenAI-compatible API):
 # the system could not confirm an answer in them, which is not the same as there being none.
-CLOSEST_HEADING = "No answer could be confirmed in these passages, the closest ones found. Check them yourself"
+CLOSEST_HEADING = text("closest_heading")  # English; closest_heading(language) for the question's
 
 
 def closest_heading(language: str = "en") -> str:
     """That heading in the question's language (text/messages.py; English where the app does
     not speak it)."""
-    from .text.messages import text
-
     return text("closest_heading", language)
 
 

@@ -66,7 +66,7 @@ from .policy import LANGUAGE, PLAIN, AnswerPolicy, Decision, Signals, merged_cho
 from .prompts import CONDENSE_PROMPT, HYDE_PROMPT, RELEVANCE_TASK, VERIFY_PROMPT, neutralise, system_prompt, user_message
 
 log = logging.getLogger(__name__)
-ABSTAIN_TEXT = "I don't have information about that in the selected knowledge bases."
+ABSTAIN_TEXT = messages.text("abstain")  # the English refusal; every language's is in text/messages.py
 CHECKING = "Checking the answer against the sources…"
 _MARKER = re.compile(r"\s*\[\d{1,3}\]")
 # The model's own "not in the sources" (rule 4 of the prompt, and the usual paraphrases). An
