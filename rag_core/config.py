@@ -107,6 +107,16 @@ class Settings(BaseSettings):
     llm_gguf: Path | None = None
     llm_threads: int = Field(default=2, ge=1, le=256)
     llm_ctx: int = Field(default=4096, ge=512, le=131072)
+    # A fast model for the small steps (condensing a follow-up, planning the route, the relevance
+    # check, query paraphrases and HyDE); the answer model writes the answer. RAG_LLM_FAST_MODEL
+    # names another model on the same endpoint; RAG_LLM_FAST_GGUF a second, smaller local file
+    # served beside RAG_LLM_GGUF. Neither set: the answer model, with the short output budget.
+    llm_fast_model: str | None = None
+    llm_fast_gguf: Path | None = None
+    llm_fast_max_tokens: int = Field(default=96, ge=8, le=4096)
+    # The planner asks the fast model which route a question needs (generation/planner.py);
+    # off: its offline rules decide, also with a model.
+    llm_planner: bool = True
     # Earlier turns shown to the LLM when it answers (newest first, within this many tokens).
     llm_history_tokens: int = Field(default=600, ge=0, le=32768)
     # Tracing through LangChain callbacks: "console" prints every step; "jsonl:/path" appends
@@ -128,6 +138,20 @@ class Settings(BaseSettings):
     # passages also cut the prompt (time to first token). Chosen on the train side
     # (benchmarks/llm_mode.py --split calib).
     llm_context_passages: int = Field(default=4, ge=1, le=50)
+    # Reading a whole document (generation/document_reader.py). With a model: up to this many
+    # tokens of the document in one prompt, map-reduce over parts of this size beyond it
+    # (0 = sized to the model: RAG_LLM_CTX less room for the instructions and the answer for a
+    # local file, 16k for an endpoint), at most `document_max_parts` parts (a longer document
+    # is read through its most central passages). Offline: an outline of at most
+    # `outline_sections` sections, each with its most central sentences.
+    document_tokens: int = Field(default=0, ge=0, le=1_000_000)
+    document_max_parts: int = Field(default=8, ge=1, le=200)
+    outline_sections: int = Field(default=10, ge=1, le=100)
+    # Answers remembered (rag_core/answer_cache.py): the same question over the same documents,
+    # settings, model and access is served from the data folder until anything it depends on
+    # changes. Off: every question is answered afresh (`ask --no-cache` for one question).
+    answer_cache: bool = True
+    answer_cache_entries: int = Field(default=5000, ge=1, le=10_000_000)
     # An abstention lists this many passages that came nearest to answering (0 = none).
     closest_passages: int = Field(default=3, ge=0, le=10)
 
@@ -199,6 +223,22 @@ class Settings(BaseSettings):
         if self.llm_gguf:
             return f"{Path(self.llm_gguf).name} (local, llama.cpp)"
         return self.llm_model
+
+    @property
+    def llm_fast_label(self) -> str:
+        """Which model runs the small steps."""
+        if self.llm_fast_gguf:
+            return f"{Path(self.llm_fast_gguf).name} (local, llama.cpp)"
+        return self.llm_fast_model or self.llm_label
+
+    @property
+    def document_budget(self) -> int:
+        """Tokens of a document read in one prompt (document_tokens; 0 = sized to the model)."""
+        if self.document_tokens:
+            return self.document_tokens
+        if self.llm_gguf:
+            return max(512, self.llm_ctx - self.llm_max_tokens - 700)
+        return 16000
 
     @property
     def weaviate_grpc_ports(self) -> list[int]:

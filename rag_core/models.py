@@ -291,6 +291,13 @@ class Answer:
     # Offline answers show a passage: the sentence in it that scored best, shown highlighted.
     highlight: str = ""
     language: str = "en"  # the question's (ISO 639-1): the refusal and help texts are in it
+    # The planner's route (generation/planner.py): "search" | "document" | "compare", and its
+    # record (who decided, why, the documents it read).
+    route: str = "search"
+    plan: dict[str, Any] = field(default_factory=dict)
+    # Served from the answer cache (rag_core/answer_cache.py), first computed at `cached_at` (ISO, UTC).
+    cached: bool = False
+    cached_at: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

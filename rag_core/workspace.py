@@ -593,12 +593,73 @@ class Workspace:
         return make_chat_model(self.settings)
 
     @cached_property
+    def fast_chat_model(self):
+        from .generation.llm import make_fast_chat_model
+
+        return make_fast_chat_model(self.settings)
+
+    @cached_property
+    def answer_cache(self):
+        from .answer_cache import AnswerCache
+
+        return AnswerCache(self.db, self.settings.answer_cache_entries)
+
+    @cached_property
     def answers(self):
         from .generation.chain import AnswerEngine
         from .generation.tracing import make_callbacks
 
         return AnswerEngine(self.retrieval, self.embedder, self.store, self.settings, chat=self.chat_model,
-                            callbacks=make_callbacks(self.settings.trace), locate_page=self._page_of)
+                            callbacks=make_callbacks(self.settings.trace), locate_page=self._page_of,
+                            fast_chat=self.fast_chat_model if self.chat_model is not None else None,
+                            cache=self.answer_cache)
+
+    def catalogue(self, kbs: list[KnowledgeBase], filters: SearchFilters) -> list:
+        """The documents the planner may name for this question: those of these knowledge bases
+        (already the caller's) that the filters let through, searchable or indexed."""
+        from .generation.planner import CatalogueEntry
+
+        out = []
+        for kb in kbs:
+            for d in self.appdb.list_documents(kb.kb_id):
+                if _visible(d, filters):
+                    # a date is shown only where the document carries one (not its upload day)
+                    date = d.date if d.date_source != "upload" else ""
+                    out.append(CatalogueEntry(kb.kb_id, d.doc_id, d.source, d.title, date, d.language, d.chunks))
+        return out
+
+    def _cache_key(self, kbs: list[KnowledgeBase], filters: SearchFilters, question: str, history, route,
+                   catalogue: list) -> str:
+        """The answer cache's key for this caller (answer_cache.py says what goes in)."""
+        from dataclasses import asdict
+
+        from .answer_cache import cache_key, normalise_question
+        from .generation.policy import merged_choice, policy_for
+
+        ids = [kb.kb_id for kb in kbs]
+        docs = {(d.kb_id, d.doc_id): d for kb in kbs for d in self.appdb.list_documents(kb.kb_id) if _visible(d, filters)}
+        learnt = self.db.query_one(
+            f"SELECT COUNT(*) AS n, COALESCE(MAX(signal_id), 0) AS m, COALESCE(MAX(reverted_ts), 0) AS r "
+            f"FROM feedback_signals WHERE kb_id IN ({','.join('?' * len(ids))})", ids) if ids else None
+        policy = policy_for(self.settings, merged_choice(kbs), llm=self.chat_model is not None)
+        secret = {"openai_api_key", "weaviate_api_key", "data_dir", "user", "groups", "tenant"}
+        return cache_key({
+            "question": normalise_question(question),
+            "history": [[r, t] for r, t in (history or [])],
+            "route": route,
+            "kbs": [{**asdict(kb), "created_at": None} for kb in sorted(kbs, key=lambda k: k.kb_id)],
+            "scope": {"doc_ids": sorted(filters.doc_ids) if filters.doc_ids is not None else None,
+                      "after": filters.after, "before": filters.before, "tenant": filters.tenant},
+            "documents": sorted([k[0], k[1], d.sha256, d.status, d.date, d.language, d.chunks, d.title]
+                                for k, d in docs.items()),
+            "learnt": [learnt["n"], learnt["m"], learnt["r"]] if learnt else None,
+            "settings": self.settings.model_dump(mode="json", exclude=secret),
+            "models": {"embedding": getattr(self.embedder, "model_id", "?"), "reader": self.answers.reader.sha256,
+                       "policy": repr(policy.params)},
+        })
+
+    def cache_stats(self) -> dict:
+        return self.answer_cache.stats()
 
     def _page_of(self, kb_id: str, doc_id: str, first: int, last: int, text: str) -> int:
         """The page of a stored PDF, among first..last, that holds most of `text` (the chain's
@@ -612,22 +673,35 @@ class Workspace:
         return best_page(path, first, last, text)
 
     def answer_request(self, kb_names: list[str], question: str, history=None, doc_ids: list[str] | None = None,
-                       *, caller: Caller, after: str | None = None, before: str | None = None):
+                       *, caller: Caller, after: str | None = None, before: str | None = None,
+                       route: str | None = None, no_cache: bool = False):
         """What the answer chain runs for this caller: only knowledge bases it may see reach the
         chain (their instructions go into the prompt), and their filters. `doc_ids` scopes the
         question to chosen documents of these knowledge bases, `after`/`before` to documents
-        dated in that range (the store applies both inside the query, like the access filter)."""
+        dated in that range (the store applies both inside the query, like the access filter).
+        The catalogue the planner may name is the caller's too; `route` overrides the planner
+        ("search" for "search instead"); `no_cache` (or RAG_ANSWER_CACHE=false) answers afresh."""
         from .generation.chain import AnswerRequest
+        from .generation.planner import ROUTES
 
+        if route is not None and route not in ROUTES:
+            raise InputError(f"route must be one of {', '.join(ROUTES)}")
         kbs = self.resolve_kbs(kb_names, caller=caller)
         filters = date_range(self.search_filters(kbs, doc_ids, caller=caller), after, before)
-        return AnswerRequest(question=question, kbs=kbs, filters=filters, history=list(history or []))
+        history = list(history or [])
+        catalogue = self.catalogue(kbs, filters)
+        key = None
+        if self.settings.answer_cache and not no_cache and kbs:
+            key = self._cache_key(kbs, filters, question, history, route, catalogue)
+        return AnswerRequest(question=question, kbs=kbs, filters=filters, history=history, catalogue=catalogue,
+                             route=route, cache_key=key)
 
     def ask(self, kb_names: list[str], question: str, history=None, doc_ids: list[str] | None = None,
-            *, caller: Caller, after: str | None = None, before: str | None = None):
+            *, caller: Caller, after: str | None = None, before: str | None = None,
+            route: str | None = None, no_cache: bool = False):
         """One verified Answer (DESIGN.md §3)."""
         return self.answers.answer(self.answer_request(kb_names, question, history, doc_ids, caller=caller,
-                                                       after=after, before=before))
+                                                       after=after, before=before, route=route, no_cache=no_cache))
 
     # ---- the answer policy -------------------------------------------------------------
     def answer_policy(self, *, caller: Caller, kb_names: list[str] | None = None) -> dict:

@@ -31,6 +31,7 @@ has) and the answer says so (`models["llm_error"]`, a "notice" event while strea
 from __future__ import annotations
 
 import logging
+import math
 import re
 import time
 from dataclasses import dataclass, field, replace
@@ -56,6 +57,7 @@ from ..stores.adjacent import neighbours, widened
 from ..text import messages
 from ..text.stopwords import STOPWORDS as STOPWORDS_BY_LANG
 from ..text.fusion import RRF_K
+from ..text.analysis import analyze
 from ..text.language import question_language
 from ..text.tokens import count_tokens
 from .condense import condense as condense_offline
@@ -63,7 +65,11 @@ from .extractive import Evidence as Reading
 from .extractive import SELECTION_FEATURES, ExtractiveAnswerer, cite, passage_for, sentence_by_terms
 from ..grounding.conflicts import ANSWERS_MIN, asked_kind, conflict_record, find_conflicts, values
 from .policy import LANGUAGE, PLAIN, AnswerPolicy, Decision, Signals, merged_choice, policy_for
-from .prompts import CONDENSE_PROMPT, HYDE_PROMPT, RELEVANCE_TASK, VERIFY_PROMPT, neutralise, system_prompt, user_message
+from .planner import CatalogueEntry, Planner, Route, mentioned, topic_terms
+from .prompts import (COMPARE_REMINDER, CONDENSE_PROMPT, DOCUMENT_REMINDER, HYDE_PROMPT, RELEVANCE_TASK, VERIFY_PROMPT,
+                      neutralise, system_prompt, user_message)
+from . import document_reader as docread
+from ..retrieval.query import detect_lookup
 
 log = logging.getLogger(__name__)
 ABSTAIN_TEXT = messages.text("abstain")  # the English refusal; every language's is in text/messages.py
@@ -87,6 +93,11 @@ class AnswerRequest:
     kbs: list[KnowledgeBase]
     filters: SearchFilters
     history: list[tuple[str, str]] = field(default_factory=list)  # (role "user"/"assistant", text)
+    # The documents the caller may see in scope (Workspace.catalogue): what the planner may name.
+    catalogue: list[CatalogueEntry] | None = None
+    route: str | None = None  # the caller's choice of route ("search instead"); None: the planner decides
+    # The answer cache's key (answer_cache.py), when this answer may be served from it and stored
+    cache_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +111,7 @@ class Turn:
     timings: dict[str, float] = field(default_factory=dict)
     models: dict[str, str] = field(default_factory=dict)  # ids of the models used; "llm_error" when it failed
     language: str = "en"  # the question's (text/language.py); refusals and help come in it where the app speaks it
+    route: Route = field(default_factory=lambda: Route("search", (), "rules", ""))
 
 
 @dataclass(frozen=True)
@@ -191,7 +203,7 @@ def _timed(obj, **timings: float):
 
 class AnswerEngine:
     def __init__(self, retrieval, embedder, store, settings: Settings, chat=None, callbacks: list | None = None,
-                 locate_page=None):
+                 locate_page=None, fast_chat=None, cache=None):
         # locate_page(kb_id, doc_id, first, last, text) -> the page of first..last holding
         # `text` (the Workspace reads the stored PDF): a passage crossing a page break is cited
         # at the page its cited sentences are on, not the page it starts on.
@@ -214,14 +226,23 @@ class AnswerEngine:
             [("system", "{system}"), MessagesPlaceholder("history", optional=True), ("human", "{user}")]
         )
         self.llm = (chat | StrOutputParser()) if chat is not None else None
+        # the small steps (condense, plan, relevance check, rewrites) go to the fast model
+        self.fast = (fast_chat | StrOutputParser()).with_config(run_name="fast_model") if fast_chat is not None else self.llm
+        self.planner = Planner(llm=self.fast if settings.llm_planner else None)
+        self.cache = cache  # answer_cache.AnswerCache, or None
         self.generator = (self.prompt | self.llm).with_config(run_name="generate") if chat is not None else None
         self.verify = RunnableLambda(self._verify_step, name="verify")
-        self.chain = (
+        self.pipeline = (
             RunnableLambda(self._condense, name="condense")
+            | RunnableLambda(self._plan, name="plan")
             | RunnableLambda(self._retrieve, name="retrieve")
             | RunnableLambda(self._gate, name="gate")
             | RunnableGenerator(self._respond, name="respond")
-        ).with_config(run_name="groundwork_answer", callbacks=callbacks or None)
+        )
+        # The cache sits in front of everything: a hit is served in milliseconds, without a
+        # model call; a miss runs the pipeline and stores its verified answer.
+        self.chain = RunnableGenerator(self._serve, name="answer").with_config(
+            run_name="groundwork_answer", callbacks=callbacks or None)
 
     @property
     def mode(self) -> str:
@@ -241,6 +262,7 @@ class AnswerEngine:
         m = {"embedding": getattr(self.embedder, "model_id", "?"), "reader": f"reader-int8@{self.reader.sha256[:12]}"}
         if self.chat is not None:
             m["llm"] = self.settings.llm_label
+            m["llm_fast"] = self.settings.llm_fast_label
         return m
 
     def _condense(self, req: AnswerRequest, config: RunnableConfig) -> Turn:
@@ -252,8 +274,8 @@ class AnswerEngine:
             if self.llm is not None and self.settings.llm_condense:
                 history = "\n".join(f"{role}: {_MARKER.sub('', text)}" for role, text in req.history[-6:])
                 try:
-                    question = self.llm.invoke(CONDENSE_PROMPT.format(history=history, question=question),
-                                               config).strip().splitlines()[0].strip() or question
+                    question = self.fast.invoke(CONDENSE_PROMPT.format(history=history, question=question),
+                                                config).strip().splitlines()[0].strip() or question
                 except Exception as exc:  # noqa: BLE001 - keep going offline
                     turn = self._failed(turn, exc)
                     question = condense_offline(question, req.history)
@@ -263,13 +285,59 @@ class AnswerEngine:
         language = question_language(req.question.strip(), langs[0] if langs else "en")
         return _timed(replace(turn, standalone=question, language=language), condense=_ms(t))
 
+    def _serve(self, inputs: Iterator[AnswerRequest], config: RunnableConfig) -> Iterator[AnswerEvent]:
+        """The answer cache in front of the pipeline (answer_cache.py): a hit is the stored answer,
+        marked cached with the time it was first computed; a miss runs the pipeline and stores
+        its answer (not one composed offline because the model failed: that one is not what
+        the settings ask for)."""
+        req: AnswerRequest | None = None
+        for req in inputs:
+            pass
+        assert req is not None
+        use_cache = self.cache is not None and req.cache_key is not None
+        if use_cache:
+            t = time.perf_counter()
+            hit = self.cache.get(req.cache_key)
+            if hit is not None:
+                first = hit.timings_ms.get("total")
+                hit.question = req.question
+                hit.timings_ms = {"cache": _ms(t), "total": _ms(t), **({"first_total": first} if first else {})}
+                if not hit.abstained:
+                    yield AnswerEvent("token", hit.text)
+                yield AnswerEvent("answer", answer=hit)
+                return
+        final = None
+        for ev in self.pipeline.stream(req, config):
+            if ev.kind == "answer":
+                final = ev.answer
+            yield ev
+        if use_cache and final is not None and "llm_error" not in final.models:
+            self.cache.put(req.cache_key, final)
+
+    def _plan(self, turn: Turn, config: RunnableConfig) -> Turn:
+        """The planner's route for the standalone question (planner.py), over the documents the
+        caller may see in scope."""
+        t = time.perf_counter()
+        req = turn.req
+        cat = list(req.catalogue or [])
+        lookup = detect_lookup(turn.standalone) if req.route in (None, "document") else None
+        lookup_doc = None
+        if lookup and cat:
+            named = mentioned(lookup, cat)
+            lookup_doc = named[0] if named else None
+        route = self.planner.plan(turn.standalone, cat, override=req.route, lookup=lookup, lookup_doc=lookup_doc,
+                                  config=config, use_model=self._llm_ok(turn))
+        return _timed(replace(turn, route=route), plan=_ms(t))
+
     def _search(self, q: str, turn: Turn, config: RunnableConfig, query_vector=None) -> tuple[list[ScoredChunk], dict]:
         info: dict = {}  # filled even when nothing comes back (e.g. all below the minimum relevance)
         docs = self.retriever.invoke(q, config, filters=turn.req.filters, settings=turn.settings,
-                                     query_vector=query_vector, report=info)
+                                     query_vector=query_vector, report=info, lookup=turn.route.by != "user")
         return [from_lc_document(d) for d in docs], info
 
     def _retrieve(self, turn: Turn, config: RunnableConfig) -> Context:
+        if turn.route.kind == "compare" or (turn.route.kind == "document" and turn.route.intent != "show"):
+            return Context(turn=turn, sources=[])  # the documents are read whole when answering
         t = time.perf_counter()
         queries = [turn.standalone]
         qvec = None
@@ -282,7 +350,7 @@ class AnswerEngine:
             # HyDE: a hypothetical answer is closer in embedding space to real answers than
             # the question is; keywords still come from the question itself.
             try:
-                hypo = self.llm.invoke(HYDE_PROMPT.format(question=turn.standalone), config)
+                hypo = self.fast.invoke(HYDE_PROMPT.format(question=turn.standalone), config)
                 if hypo.strip():
                     qvec = self.embedder.embed_array([hypo])[0]
             except Exception as exc:  # noqa: BLE001
@@ -293,6 +361,8 @@ class AnswerEngine:
             sources = _rrf_merge([r for r, _ in runs], turn.settings.top_k)
         timings = {f"retrieve_{k}": v for k, v in info.get("timings_ms", {}).items()}
         turn = _timed(turn, **timings, retrieve=_ms(t))
+        if turn.route.kind == "document" and not info.get("lookup_source"):
+            turn = replace(turn, route=Route("search", (), "rules", "asked to see a document, but none of that name is in scope"))
         return Context(turn=turn, sources=sources, lookup_source=info.get("lookup_source"),
                        lookup_chunks=int(info.get("lookup_chunks") or 0),
                        best=max((s.scores.get("rerank", s.score) for s in sources), default=0.0),
@@ -322,7 +392,7 @@ class AnswerEngine:
                     # the answer's own prompt plus the task: the server's prompt cache then
                     # serves the answer's prompt, so the check costs a few tokens
                     msgs = self._prompt_value(turn, ctx.sources, RELEVANCE_TASK)
-                    verdict = self.llm.invoke(self.prompt.invoke(msgs, config), config)
+                    verdict = self.fast.invoke(self.prompt.invoke(msgs, config), config)
                     ctx = replace(ctx, relevance=not verdict.strip().lower().startswith("no"))
                 except Exception as exc:  # noqa: BLE001
                     ctx = replace(ctx, turn=self._failed(turn, exc))
@@ -333,7 +403,9 @@ class AnswerEngine:
         """What the policy reads: retrieval, the reader's evidence, the model's verdicts, and
         (after generation) the written answer's support and P(answers)."""
         kbs = ctx.turn.req.kbs
+        route = ctx.turn.route
         return Signals(mode="llm" if self._llm_ok(ctx.turn) else "extractive", passages=len(ctx.sources),
+                       route="search" if route.intent == "show" else route.kind,
                        dropped=ctx.below_threshold, min_relevance=ctx.turn.settings.score_threshold,
                        evidence=ctx.reading.best if ctx.reading is not None else None,
                        lookup=bool(ctx.lookup_source), relevance=ctx.relevance,
@@ -363,6 +435,19 @@ class AnswerEngine:
         for ctx in inputs:  # one Context; a generator step receives its input as a stream
             pass
         assert ctx is not None
+        route = ctx.turn.route
+        if route.kind == "compare":
+            events = self._respond_compare(ctx, config)
+        elif route.kind == "document" and route.intent != "show":
+            events = self._respond_document(ctx, config)
+        else:
+            events = self._respond_search(ctx, config)
+        for ev in events:
+            if ev.kind == "answer" and ev.answer is not None:
+                ev.answer.route, ev.answer.plan = route.kind, route.record()
+            yield ev
+
+    def _respond_search(self, ctx: Context, config: RunnableConfig) -> Iterator[AnswerEvent]:
         if ctx.abstain:
             yield AnswerEvent("answer", answer=self._abstain(ctx, ctx.decision))
             return
@@ -515,6 +600,277 @@ class AnswerEngine:
             models=turn.models, timings_ms=turn.timings, standalone_question=turn.standalone, revised=revised, auto_cited=auto_cited,
             below_threshold=ctx.below_threshold, conflicts=[c for c in shown if c],
             decided_by=decision.decided_by, policy=ctx.policy.name, signals=_signal_record(sig), highlight=highlight,
+        ))
+
+    # ---- whole documents and comparisons ---------------------------------------------
+    def _respond_document(self, ctx: Context, config: RunnableConfig) -> Iterator[AnswerEvent]:
+        """One document read as a whole: with a model, its text within the token budget, in
+        parts beyond it (map-reduce, progress shown); offline, its outline (the headings with
+        each section's most central sentence) or, for a request about something in it ("list
+        every option"), the sections that mention it with their best sentence."""
+        turn = ctx.turn
+        doc = turn.route.documents[0]
+        t = time.perf_counter()
+        chunks = self.store.document_chunks(doc.kb_id, doc.doc_id)
+        lang = doc.language or (chunks[0].language if chunks else "") or "en"
+        if chunks and self._llm_ok(turn):
+            try:
+                draft, sources, note = yield from self._read_with_model(turn, doc, chunks, config)
+                if draft.strip():
+                    turn = _timed(turn, read_document=_ms(t))
+                    if _NO_ANSWER.search(draft) and not _MARKER.search(draft):
+                        draft = ""
+                    else:
+                        yield from self._finish_whole(replace(ctx, turn=turn), draft, sources, None, config,
+                                                      {"read": note, "sections": len(sources)})
+                        return
+            except Exception as exc:  # noqa: BLE001 - the model failed: the offline outline instead
+                turn = self._failed(turn, exc)
+                yield AnswerEvent("notice", turn.models["llm_error"])
+                yield AnswerEvent("restart")
+        draft, sources, info = self._outline(turn, doc, chunks, lang)
+        turn = _timed(turn, read_document=_ms(t))
+        ctx = replace(ctx, turn=turn)
+        if not draft:
+            yield AnswerEvent("answer", answer=self._abstain(ctx, ctx.policy.after_generation(
+                self._signals(ctx, drafted=False))))
+            return
+        for line in draft.split("\n"):
+            yield AnswerEvent("token", line + "\n")
+        yield from self._finish_whole(ctx, draft, sources, None, config, info)
+
+    def _outline(self, turn: Turn, doc: CatalogueEntry, chunks, lang: str):
+        """(draft, sources, info): the offline reading of a whole document, one list item per
+        section: its heading, then its most central sentence (or, for a request about a topic,
+        the sentence of that section that shares most of the request's terms), cited."""
+        if not chunks:
+            return "", [], {}
+        secs = docread.sections(chunks)
+        limit = self.settings.outline_sections
+        topic = " ".join(topic_terms(turn.standalone, turn.route.documents, turn.language))
+        picks: list[tuple[int, str, Any]] = []  # (section index, sentence, chunk)
+        if turn.route.intent == "ask" and topic:
+            want = set(analyze(topic, turn.language)) | set(analyze(topic, lang))
+            hits = []
+            for i, sec in enumerate(secs):
+                terms = analyze(sec.text, lang)
+                n = sum(1 for x in terms if x in want)
+                if n:
+                    hits.append((n / math.sqrt(len(terms) or 1), i))
+            for _, i in sorted(hits, reverse=True)[:limit]:
+                best = None
+                for c in secs[i].chunks:
+                    got = sentence_by_terms(topic, turn.language, c.text, lang, self.store.idf)
+                    if got is not None and docread._eligible(got[1]):
+                        best = (got[1], c)
+                        break
+                if best:
+                    picks.append((i, *best))
+            picks.sort(key=lambda p: p[0])
+            how = f"the {len(picks)} section(s) of {len(secs)} that mention {topic}"
+        else:
+            idx = docread.outline_sections(secs, limit)
+            for i, got in zip(idx, docread.central_sentences([secs[i] for i in idx], lang)):
+                for sentence, chunk in got:
+                    picks.append((i, sentence, chunk))
+            how = f"an outline: {len(idx)} of its {len(secs)} sections, each with its most central sentence"
+        if not picks:
+            return "", [], {}
+        sources: list[ScoredChunk] = []
+        pos: dict[str, int] = {}
+        lines = []
+        for i, sentence, chunk in picks:
+            if chunk.chunk_id not in pos:
+                sources.append(ScoredChunk(chunk, 1.0, {"document": 1.0}))
+                pos[chunk.chunk_id] = len(sources)
+            lines.append(f"- {_item_heading(secs[i].heading)}: {cite(sentence, pos[chunk.chunk_id])}")
+        total = sum(s.tokens for s in secs) or 1
+        covered = sum(secs[i].tokens for i in {p[0] for p in picks}) / total
+        return "\n".join(lines), sources, {"read": how, "sections": len(secs), "coverage": round(covered, 4)}
+
+    def _read_with_model(self, turn: Turn, doc: CatalogueEntry, chunks, config):
+        """Generator: the model reads the document (events: progress and tokens); returns
+        (draft, sources, note). Sources are the document's sections, numbered in order."""
+        budget = self.settings.document_budget
+        total = sum(count_tokens(c.text) for c in chunks)
+        lang = doc.language or chunks[0].language or "en"
+        want = max(3, min(60, total // 600))
+        secs = docread.sections(chunks, want=want)
+        ps = docread.parts(secs, budget)
+        note = f"the whole document ({total:,} tokens)" if len(ps) == 1 else f"the whole document in {len(ps)} parts"
+        if len(ps) > self.settings.document_max_parts:
+            keep = docread.central_chunks(chunks, budget * self.settings.document_max_parts, lang)
+            secs = docread.sections(keep, want=want)
+            ps = docread.parts(secs, budget)
+            note = (f"its {len(keep)} most central passages of {len(chunks)} ({len(ps)} parts): the whole "
+                    f"document is over {self.settings.document_max_parts} parts of {budget:,} tokens")
+        sources = [sec.source() for p in ps for sec in p]
+        if len(ps) == 1:
+            parts = []
+            for piece in self.generator.stream(self._prompt_value(turn, sources, reminder=DOCUMENT_REMINDER), config):
+                if piece:
+                    parts.append(piece)
+                    yield AnswerEvent("token", piece)
+            return "".join(parts), sources, note
+        notes, off = [], 0
+        for i, part in enumerate(ps, 1):
+            yield AnswerEvent("status", f"Reading {doc.source}: part {i} of {len(ps)}…")
+            srcs = [sec.source() for sec in part]
+            task = docread.MAP_TASK.format(span=f"{off + 1}–{off + len(srcs)}", name=neutralise(doc.source),
+                                           question=neutralise(turn.standalone))
+            out = self.llm.invoke(self.prompt.invoke(self._prompt_value(turn, srcs, task), config), config)
+            notes.append(_renumber(out, len(srcs), off))
+            off += len(srcs)
+        yield AnswerEvent("status", f"Writing the answer from the notes on {len(ps)} parts…")
+        from ..text.language import name as language_name
+
+        prompt = docread.REDUCE_PROMPT.format(name=neutralise(doc.source), notes=_TAGS.sub("", "\n\n".join(notes)),
+                                              question=neutralise(turn.standalone),
+                                              language=language_name(turn.language) if turn.language else "English")
+        parts = []
+        for piece in self.llm.stream(prompt, config):
+            if piece:
+                parts.append(piece)
+                yield AnswerEvent("token", piece)
+        return "".join(parts), sources, note
+
+    def _respond_compare(self, ctx: Context, config: RunnableConfig) -> Iterator[AnswerEvent]:
+        """Several documents side by side: each is searched on its own for what the question is
+        about (or, when it names no topic, read through its most central passages); the answer
+        says, per document, what each states, dated where the document has a date."""
+        turn = ctx.turn
+        docs = list(turn.route.documents)
+        t = time.perf_counter()
+        topic = " ".join(topic_terms(turn.standalone, docs, turn.language))
+        per_doc: list[tuple[CatalogueEntry, list[ScoredChunk]]] = []
+        for d in docs:
+            if topic:
+                f = replace(turn.req.filters, kb_ids=[d.kb_id], doc_ids=[d.doc_id])
+                r = self.retrieval.run(topic, f, turn.settings, k=COMPARE_PASSAGES, lookup=False)
+                got = r.results
+            else:
+                chunks = self.store.document_chunks(d.kb_id, d.doc_id)
+                budget = max(200, self.settings.document_budget // max(len(docs), 1)) if self._llm_ok(turn) else 600
+                got = [ScoredChunk(c, 1.0, {"document": 1.0}) for c in
+                       docread.central_chunks(chunks, budget, d.language or "en")[:COMPARE_PASSAGES]]
+            per_doc.append((d, got))
+        turn = _timed(turn, read_documents=_ms(t))
+        ctx = replace(ctx, turn=turn)
+        sources = [s for _, got in per_doc for s in got]
+        info = {"read": f"{len(docs)} documents, each " + (f"searched for {topic}" if topic else "through its most central passages"),
+                "documents": len(docs)}
+        if sources and self._llm_ok(turn):
+            parts = []
+            try:
+                for piece in self.generator.stream(self._prompt_value(turn, sources, reminder=COMPARE_REMINDER), config):
+                    if piece:
+                        parts.append(piece)
+                        yield AnswerEvent("token", piece)
+                draft = "".join(parts)
+                if draft.strip() and not (_NO_ANSWER.search(draft) and not _MARKER.search(draft)):
+                    yield from self._finish_whole(ctx, draft, sources, None, config, info, docs)
+                    return
+            except Exception as exc:  # noqa: BLE001
+                turn = self._failed(turn, exc)
+                ctx = replace(ctx, turn=turn)
+                yield AnswerEvent("notice", turn.models["llm_error"])
+            yield AnswerEvent("restart")
+        lines, used = [], []
+        if not topic and len(docs) == 2:
+            # two versions of one document ("what changed?"): the sentences that differ
+            lines, used = self._changes(docs, turn)
+            if lines:
+                info = {**info, "read": "2 documents, sentence by sentence: what changed between them"}
+        question = topic or turn.standalone
+        for d, got in ([] if lines else per_doc):
+            if not got:
+                continue
+            sentence, src = None, None
+            if _reader_reads(replace(ctx, sources=got)) and topic:
+                reading = self.extractive.read(question, got, max_passages=len(got))
+                if reading.cands:
+                    si, _, text = reading.cands[int(np.argmax(reading.probs))]
+                    sentence, src = text, got[si]
+            if sentence is None:
+                for s in got:
+                    found = (sentence_by_terms(question, turn.language, s.chunk.text, s.chunk.language or "en", self.store.idf)
+                             if topic else None)
+                    if found is None and not topic:
+                        central = docread.central_sentences([docread.Section(s.chunk.section, [s.chunk])],
+                                                            s.chunk.language or "en")[0]
+                        found = (0, central[0][0]) if central else None
+                    if found is not None:
+                        sentence, src = found[1], s
+                        break
+            if sentence is None:
+                continue
+            used.append(src)
+            date = f" ({d.date})" if d.date else ""
+            lines.append(f"- {_item_heading(d.source)}{date}: {cite(sentence, len(used))}")
+        if not lines:
+            yield AnswerEvent("answer", answer=self._abstain(ctx, ctx.policy.after_generation(
+                self._signals(ctx, drafted=False))))
+            return
+        draft = "\n".join(lines)
+        for line in lines:
+            yield AnswerEvent("token", line + "\n")
+        yield from self._finish_whole(ctx, draft, used, None, config, info, docs)
+
+    def _changes(self, docs: list[CatalogueEntry], turn: Turn) -> tuple[list[str], list[ScoredChunk]]:
+        """Offline "what changed": each changed, removed or added sentence under its document's name."""
+        a, b = (self.store.document_chunks(d.kb_id, d.doc_id) for d in docs)
+        found = docread.changes(a, b, docs[0].language or "en", limit=self.settings.outline_sections)
+        lines: list[str] = []
+        used: list[ScoredChunk] = []
+        pos: dict[str, int] = {}
+
+        def item(d: CatalogueEntry, sc, only: bool = False) -> str:
+            sentence, chunk = sc
+            if chunk.chunk_id not in pos:
+                used.append(ScoredChunk(chunk, 1.0, {"document": 1.0}))
+                pos[chunk.chunk_id] = len(used)
+            date = f" ({d.date})" if d.date else ""
+            head = f"Only in {_item_heading(d.source)}" if only else _item_heading(d.source)
+            return f"- {head}{date}: {cite(sentence, pos[chunk.chunk_id])}"
+
+        for old, new in found:
+            if old is not None:
+                lines.append(item(docs[0], old, only=new is None))
+            if new is not None:
+                lines.append(item(docs[1], new, only=old is None))
+        return lines, used
+
+    def _finish_whole(self, ctx: Context, draft: str, sources: list[ScoredChunk], snippets, config,
+                      info: dict, documents: list[CatalogueEntry] | None = None) -> Iterator[AnswerEvent]:
+        """Verification and the answer, for a whole-document or comparison route: every sentence
+        checked against its sources as for any answer. "Answers the question" is not judged (the
+        reader scores whether a sentence answers a question, not whether an outline or a
+        comparison covers documents); the record says what was read and how much of it."""
+        turn = ctx.turn
+        yield AnswerEvent("status", CHECKING)
+        t = time.perf_counter()
+        draft, claims, grounding, auto_cited = self._checked(draft, sources, turn.standalone, config)
+        res = resolve(draft, sources, snippets)
+        for c in claims:
+            c.cited = [res.mapping[n] for n in c.cited if n in res.mapping]
+            c.best_source = res.mapping.get(c.best_source) if c.best_source else None
+            if not c.cited:
+                c.cited_by = None
+        if documents:
+            cited_docs = {cit.doc_id for cit in res.citations}
+            info = {**info, "documents_cited": sum(1 for d in documents if d.doc_id in cited_docs)}
+        sig = self._signals(ctx, labels=tuple(c.label for c in claims), answers=None)
+        decision = ctx.policy.after_generation(sig)
+        turn = _timed(turn, verify=_ms(t), total=_ms(turn.t0))
+        self._place_pages(res.citations, sources, claims)
+        yield AnswerEvent("answer", answer=Answer(
+            question=turn.req.question, text=res.text, citations=res.citations, claims=claims,
+            grounding_score=grounding, answers_question=None, confidence=grounding, abstained=False,
+            language=turn.language, invalid_citations=res.invalid, retrieval_score=1.0, evidence_score=0.0,
+            mode="extractive" if "llm_error" in turn.models or not self._llm_ok(turn) else "llm",
+            models=turn.models, timings_ms=turn.timings, standalone_question=turn.standalone,
+            auto_cited=auto_cited, decided_by=decision.decided_by, policy=ctx.policy.name,
+            signals={**_signal_record(sig), **info},
         ))
 
     # ---- helpers ---------------------------------------------------------------------
@@ -677,8 +1033,9 @@ class AnswerEngine:
                              token_counter=lambda ms: sum(count_tokens(str(m.content)) + 4 for m in ms),
                              start_on="human", include_system=False)
 
-    def _prompt_value(self, turn: Turn, sources: list[ScoredChunk], task: str | None = None) -> dict:
-        user = user_message(turn.standalone, sources, turn.language)
+    def _prompt_value(self, turn: Turn, sources: list[ScoredChunk], task: str | None = None,
+                      reminder: str | None = None) -> dict:
+        user = user_message(turn.standalone, sources, turn.language, reminder)
         return {"system": system_prompt(turn.req.kbs), "history": self._history(turn.req),
                 "user": f"{user}\n\n{task}" if task else user}
 
@@ -702,7 +1059,7 @@ class AnswerEngine:
 
     def _paraphrases(self, question: str, config) -> list[str]:
         prompt = "Write two alternative phrasings of this search question, one per line, no numbering:\n" + question
-        lines = self.llm.invoke(prompt, config).splitlines()
+        lines = self.fast.invoke(prompt, config).splitlines()
         return [ln.strip(" -•\t") for ln in lines if len(ln.strip()) > 3][:2]
 
 
@@ -752,6 +1109,24 @@ def _fix_citations(draft: str, claims: list[Claim]) -> tuple[str, set[str]]:
             fixed.add(text)
         out.append(sent.strip())
     return " ".join(out), fixed
+
+
+COMPARE_PASSAGES = 3  # passages of each document a comparison reads on its topic
+_TAGS = re.compile(r"</?\s*(retrieved_context|source|notes|system|instructions?)\b[^>]*>", re.I)
+
+
+def _renumber(text: str, n: int, offset: int) -> str:
+    """A part's notes with its markers [1..n] as the whole document's [offset+1..]; a marker
+    outside the part is dropped (it points at nothing the part showed)."""
+    def sub(m):
+        k = int(m.group(1))
+        return f"[{k + offset}]" if 1 <= k <= n else ""
+    return re.sub(r"\[(\d{1,3})\]", sub, text)
+
+
+def _item_heading(text: str) -> str:
+    """A heading or file name as the start of an outline item: one line, no trailing colon."""
+    return " ".join(text.split()).rstrip(":").strip() or "—"
 
 
 LOOKUP_PASSAGES = 8  # passages a whole-document lookup shows

@@ -107,3 +107,21 @@ def make_chat_model(settings: Settings):
         settings.llm_model, settings.openai_base_url, settings.openai_api_key,
         settings.llm_temperature, settings.llm_timeout, settings.llm_retries, settings.llm_max_tokens,
     )
+
+
+def make_fast_chat_model(settings: Settings):
+    """The model for the small steps (condense, plan, relevance check, rewrites): None offline;
+    RAG_LLM_FAST_GGUF's own local server; RAG_LLM_FAST_MODEL on the answer model's endpoint;
+    else the answer model itself with the short output budget (`llm_fast_max_tokens`)."""
+    if not settings.llm_configured:
+        return None
+    n = settings.llm_fast_max_tokens
+    if settings.llm_fast_gguf or settings.llm_gguf:
+        from .local_server import ensure_server
+
+        gguf = settings.llm_fast_gguf or settings.llm_gguf
+        ensure_server(gguf, settings.llm_threads, settings.llm_ctx)
+        return LocalServerChat(gguf=str(gguf), threads=settings.llm_threads, ctx=settings.llm_ctx,
+                               temperature=0.0, timeout=settings.llm_timeout, retries=settings.llm_retries, max_tokens=n)
+    return _build(settings.llm_fast_model or settings.llm_model, settings.openai_base_url, settings.openai_api_key,
+                  0.0, settings.llm_timeout, settings.llm_retries, n)

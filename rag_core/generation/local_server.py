@@ -140,28 +140,38 @@ def start_server(gguf: str | Path, *, threads: int = 2, ctx: int = 4096, n_predi
 
 
 _lock = threading.Lock()
-_server: LocalServer | None = None
+# One server per model file: the answer model (RAG_LLM_GGUF) and, when set, the fast model for
+# the small steps (RAG_LLM_FAST_GGUF) run side by side.
+_servers: dict[Path, LocalServer] = {}
 
 
 def ensure_server(gguf: str | Path, threads: int = 2, ctx: int = 4096) -> LocalServer:
-    """The process's one server for this model, started (or restarted, if it died or the
-    model changed) on demand."""
-    global _server
+    """The process's one server for this model, started (or restarted, if it died) on demand."""
+    key = Path(gguf).expanduser()
     with _lock:
-        if _server is not None and (not _server.alive or _server.gguf != Path(gguf).expanduser()):
-            _server.stop()
-            _server = None
-        if _server is None:
-            _server = start_server(gguf, threads=threads, ctx=ctx)
-        return _server
+        srv = _servers.get(key)
+        if srv is not None and not srv.alive:
+            srv.stop()
+            srv = None
+        if srv is None:
+            srv = _servers[key] = start_server(key, threads=threads, ctx=ctx)
+        return srv
 
 
-def stop_server() -> None:
-    global _server
+def running(gguf: str | Path) -> LocalServer | None:
+    """The server this process runs for `gguf`, if any (not started here)."""
     with _lock:
-        if _server is not None:
-            _server.stop()
-            _server = None
+        return _servers.get(Path(gguf).expanduser())
+
+
+def stop_server(gguf: str | Path | None = None) -> None:
+    """Stop the server for `gguf`, or every server."""
+    with _lock:
+        keys = [Path(gguf).expanduser()] if gguf is not None else list(_servers)
+        for k in keys:
+            srv = _servers.pop(k, None)
+            if srv is not None:
+                srv.stop()
 
 
 atexit.register(stop_server)

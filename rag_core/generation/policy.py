@@ -53,10 +53,16 @@ WRITTEN = "written_answer_check"  # the reader's P(answers) of what the model wr
 VERIFICATION = "verification"  # no sentence of the answer is supported by its sources
 GROUNDED = "grounded_only"  # grounded-only: no supported sentence is left
 LOOKUP = "lookup"  # a whole-document lookup: shown as the document, never vetoed
+# The planner's whole-document and comparison routes (generation/planner.py): the answer reads
+# whole documents, so no sentence score of the reader's can say it answers nothing; they are
+# never vetoed, and withheld only when nothing could be read or written.
+DOCUMENT = "document"
+COMPARE = "compare"
 # Offline, in a language the reader does not read: it judged nothing, so nothing is shown as
 # an answer; the closest passages are, with their best sentence marked (text/messages.py).
 LANGUAGE = "reader_language"
-DECIDED_BY = (RETRIEVAL, READER, RELEVANCE, DECLINED, MODEL, WRITTEN, VERIFICATION, GROUNDED, LOOKUP, LANGUAGE)
+DECIDED_BY = (RETRIEVAL, READER, RELEVANCE, DECLINED, MODEL, WRITTEN, VERIFICATION, GROUNDED, LOOKUP, LANGUAGE,
+              DOCUMENT, COMPARE)
 
 # What a person reads when the answer is withheld: what the system could not do, never a claim
 # that the documents hold no answer. The numbers stay in `detail` (JSON, the details expander).
@@ -69,6 +75,8 @@ PLAIN = {
     VERIFICATION: "No sentence of the written answer could be confirmed in the sources.",
     GROUNDED: "Grounded-only is on, and no sentence of the answer could be confirmed in the sources.",
     LANGUAGE: "The offline reader reads English only: it judged no sentence of these passages.",
+    DOCUMENT: "No sentence of the document could be read for this request.",
+    COMPARE: "None of the documents to compare held a passage on the question.",
 }
 
 
@@ -82,6 +90,7 @@ class Signals:
     min_relevance: float = 0.0  # that minimum
     evidence: float | None = None  # the reader's best selection score over the retrieved sentences
     lookup: bool = False  # a whole-document lookup
+    route: str = "search"  # the planner's route: "document" and "compare" are never vetoed
     relevance: bool | None = None  # the model's relevance check: yes / no
     declined: bool | None = None  # the model wrote "the sources do not answer" and cited nothing
     drafted: bool = True  # a draft exists (offline: a sentence was found)
@@ -136,6 +145,8 @@ class AnswerPolicy:
         return self.params.name
 
     def before_generation(self, s: Signals) -> Decision:
+        if s.route in (DOCUMENT, COMPARE):
+            return Decision("proceed", s.route)
         if s.lookup:
             return Decision("proceed", LOOKUP)
         if s.passages == 0 and s.dropped:
@@ -154,6 +165,10 @@ class AnswerPolicy:
         return Decision("proceed", READER if s.mode == "extractive" else MODEL)
 
     def after_generation(self, s: Signals) -> Decision:
+        if s.route in (DOCUMENT, COMPARE):
+            if not s.drafted:
+                return Decision("abstain", s.route, PLAIN[s.route], "nothing could be read for the request")
+            return Decision("answer", s.route)
         if s.lookup:
             return Decision("answer", LOOKUP)
         if not s.drafted:

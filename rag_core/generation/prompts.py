@@ -104,12 +104,20 @@ ANSWER_REMINDER = ("Answer the question from the sources above in one to three s
                    "the marker of its source, like [1]. If the sources do not answer it, say so.")
 
 
-def user_message(question: str, sources: list[ScoredChunk], language: str = "en") -> str:
+def user_message(question: str, sources: list[ScoredChunk], language: str = "en", reminder: str | None = None) -> str:
     """The sources, the question, and the reminder; for a question not in English the
     reminder names its language (small models otherwise answer in the sources' language)."""
-    reminder = ANSWER_REMINDER
+    reminder = reminder or ANSWER_REMINDER
     if language and language != "en":
         from ..text.language import name
 
         reminder += f" Write the answer in {name(language)}, the language of the question."
     return f"{format_context(sources)}\n\nQuestion: {neutralise(question)}\n\n{reminder}"
+
+
+# The reminder for a whole document or a comparison: the answer covers the sources, not one fact.
+DOCUMENT_REMINDER = ("Answer the request from the sources above: cover the whole document, its main topics in "
+                     "order, in a few sentences, each followed by the marker of the section it comes from, like [2].")
+COMPARE_REMINDER = ("Answer the request from the sources above: for each document, say what it states on the "
+                    "question, naming the document, each sentence followed by its marker, like [2]; then say how "
+                    "they differ.")

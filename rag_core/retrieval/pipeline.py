@@ -76,13 +76,16 @@ class RetrievalPipeline:
         rerank: bool | None = None,
         k: int | None = None,
         query_vector: np.ndarray | None = None,
+        lookup: bool = True,
     ) -> Retrieved:
+        """`lookup=False`: a request to see a document is searched like any question (the
+        person chose "search instead")."""
         t0 = time.perf_counter()
         pq = parse(query, self.max_query_chars) if self.max_query_chars else parse(query)
         timings: dict[str, float] = {"parse": (time.perf_counter() - t0) * 1000}
         top_k = k or settings.top_k
 
-        if pq.lookup and self.find_document and filters.kb_ids:
+        if lookup and pq.lookup and self.find_document and filters.kb_ids:
             found = self.find_document(pq.lookup, filters)
             if found:
                 res, total = self._whole_document(found, settings)

@@ -57,6 +57,7 @@ class GroundworkRetriever(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
         filters: SearchFilters | None = None, settings: RetrievalSettings | None = None,
         query_vector: np.ndarray | None = None, report: dict[str, Any] | None = None, k: int | None = None,
+        lookup: bool = True,
     ) -> list[LCDocument]:
         """`report`, when given, receives the run's info (the same dict each document carries
         under "retrieval") even when no document comes back: e.g. how many passages the
@@ -70,7 +71,7 @@ class GroundworkRetriever(BaseRetriever):
         rs = settings or self.settings or RetrievalSettings()
         if k is not None:
             rs = replace(rs, score_threshold=0.0)
-        r = self.pipeline.run(query, filters, rs, mode=self.mode, query_vector=query_vector, k=k)
+        r = self.pipeline.run(query, filters, rs, mode=self.mode, query_vector=query_vector, k=k, lookup=lookup)
         info = {"timings_ms": r.timings_ms, "lookup_source": r.lookup_source, "candidates": r.candidates,
                 "below_threshold": r.below_threshold, "lookup_chunks": r.lookup_chunks}
         if report is not None:

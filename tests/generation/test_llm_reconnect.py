@@ -37,7 +37,7 @@ def test_a_killed_local_server_is_restarted_by_the_next_question(gguf, tmp_path)
         ws.ingest("facts", [tmp_path / "paris.md"], caller=OP)
         a = ws.ask(["facts"], "What is the capital of France?", caller=OP)
         assert a.mode == "llm" and "llm_error" not in a.models, a.models
-        first = local_server._server
+        first = local_server.running(gguf)
         assert first is not None and first.alive
 
         os.kill(first.proc.pid, signal.SIGKILL)  # the server crashes between two questions
@@ -47,13 +47,13 @@ def test_a_killed_local_server_is_restarted_by_the_next_question(gguf, tmp_path)
         b = ws.ask(["facts"], "What is the capital of France?", caller=OP)
         assert "llm_error" not in b.models, b.models.get("llm_error")
         assert b.mode == "llm" and not b.abstained  # answered by the model, not composed offline
-        second = local_server._server
+        second = local_server.running(gguf)
         assert second is not None and second is not first and second.alive
         assert second.proc.pid != first.proc.pid
 
         # while it lives, each question reuses it: no restart, no model reload
         c = ws.ask(["facts"], "What is the capital of France?", caller=OP)
-        assert c.mode == "llm" and local_server._server is second and second.proc.pid == local_server._server.proc.pid
+        assert c.mode == "llm" and local_server.running(gguf) is second and second.proc.pid == local_server.running(gguf).proc.pid
     finally:
         ws.close()
         stop_server()

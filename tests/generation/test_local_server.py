@@ -36,7 +36,7 @@ def test_rag_llm_gguf_starts_streams_survives_a_crash_and_stops(gguf, tmp_path):
         ws.create_kb("facts", caller=Caller.operator())
         ws.ingest("facts", [tmp_path / "paris.md"], caller=Caller.operator())
         assert ws.answers.mode == "llm"  # the factory started the server
-        srv = local_server._server
+        srv = local_server.running(gguf)
         assert srv is not None and srv.alive and srv.base_url.startswith("http://127.0.0.1:")
         assert gguf.name in ws.settings.llm_label
         req = ws.answer_request(["facts"], "What is the capital of France?", caller=Caller.operator())
@@ -52,7 +52,7 @@ def test_rag_llm_gguf_starts_streams_survives_a_crash_and_stops(gguf, tmp_path):
         events = list(ws.answers.chain.stream(req))
         b = events[-1].answer
         assert b.mode == "llm" and "llm_error" not in b.models
-        srv2 = local_server._server
+        srv2 = local_server.running(gguf)
         assert srv2 is not srv and srv2.alive
         assert ensure_server(gguf, 1, 2048) is srv2  # one per process
     finally:

@@ -1,0 +1,109 @@
+"""Answers remembered: a repeated question is served from the data folder in milliseconds.
+
+The key is everything an answer depends on (`cache_key`), hashed:
+- the question, normalised (Unicode form, case, spaces, closing punctuation) and the
+  conversation before it (a follow-up means something else after another question);
+- the knowledge bases, each with its settings and instructions, and the question's scope
+  (chosen documents, date range) and route override;
+- the documents the caller may see there, each with its content hash, state, date and
+  language: an ingest, a delete, a re-index, a date or language change gives another key,
+  and so does a change of access that changes what the caller sees; two callers share an
+  entry only when they see exactly the same documents, so an answer never reaches someone
+  who may not see one of its sources;
+- what was learnt from feedback in those knowledge bases (it reorders passages);
+- the settings and models (answer model, fast model, embedder, reader, answer policy in
+  force with its calibration), and CACHE_VERSION (bumped when answers change shape).
+
+A stale entry is never invalidated in place: nothing can reach it once its key changed, and
+the least recently used entries beyond `answer_cache_entries` are deleted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+import unicodedata
+from datetime import datetime, timezone
+from typing import Any
+
+from .db import Database
+from .models import Answer
+
+CACHE_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS answer_cache (
+    key TEXT PRIMARY KEY,
+    answer TEXT NOT NULL,
+    created REAL NOT NULL,
+    used REAL NOT NULL,
+    hits INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS answer_cache_used ON answer_cache(used);
+"""
+
+_END = re.compile(r"[\s.?!。？！¿¡]+$")
+
+
+def normalise_question(q: str) -> str:
+    """'  What is  R? ' and 'what is r' are one question; words and their order are kept."""
+    q = unicodedata.normalize("NFKC", q or "").casefold()
+    return _END.sub("", " ".join(q.split()))
+
+
+def cache_key(parts: dict[str, Any]) -> str:
+    """sha256 of the parts (JSON, keys sorted): the caller assembles them (Workspace)."""
+    raw = json.dumps({"v": CACHE_VERSION, **parts}, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+class AnswerCache:
+    def __init__(self, db: Database, max_entries: int = 5000):
+        self.db = db
+        self.max_entries = max_entries
+        db.executescript(SCHEMA)
+        self._puts = 0
+
+    def get(self, key: str) -> Answer | None:
+        row = self.db.query_one("SELECT answer, created FROM answer_cache WHERE key=?", (key,))
+        if row is None:
+            return None
+        try:
+            a = Answer.from_dict(json.loads(row["answer"]))
+        except (ValueError, TypeError):  # written by another version: a miss
+            return None
+        with self.db.transaction() as c:
+            c.execute("UPDATE answer_cache SET used=?, hits=hits+1 WHERE key=?", (time.time(), key))
+        a.cached = True
+        a.cached_at = datetime.fromtimestamp(row["created"], tz=timezone.utc).isoformat(timespec="seconds")
+        return a
+
+    def put(self, key: str, answer: Answer) -> None:
+        now = time.time()
+        with self.db.transaction() as c:
+            c.execute("INSERT OR REPLACE INTO answer_cache (key, answer, created, used, hits) VALUES (?,?,?,?,0)",
+                      (key, json.dumps(answer.to_dict(), ensure_ascii=False), now, now))
+        self._puts += 1
+        if self._puts % 50 == 1:
+            self.evict()
+
+    def evict(self) -> int:
+        """Delete the least recently used entries beyond max_entries."""
+        n = self.db.query_one("SELECT COUNT(*) AS n FROM answer_cache")["n"]
+        extra = n - self.max_entries
+        if extra <= 0:
+            return 0
+        with self.db.transaction() as c:
+            c.execute("DELETE FROM answer_cache WHERE key IN (SELECT key FROM answer_cache ORDER BY used LIMIT ?)",
+                      (extra,))
+        return extra
+
+    def clear(self) -> int:
+        with self.db.transaction() as c:
+            return c.execute("DELETE FROM answer_cache").rowcount
+
+    def stats(self) -> dict[str, int]:
+        r = self.db.query_one("SELECT COUNT(*) AS n, COALESCE(SUM(hits), 0) AS hits FROM answer_cache")
+        return {"entries": int(r["n"]), "hits": int(r["hits"])}
