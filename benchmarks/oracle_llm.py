@@ -352,9 +352,9 @@ class OracleServer:
         """Replace the golds (a run may need the server's URL before it knows its questions)."""
         self.reader = OracleReader(golds, self.reader.mode)
 
-    def record(self, reply: _Reply) -> None:
+    def record(self, reply: _Reply, model: str | None = None) -> None:
         with self._lock:
-            self.calls.append({"kind": reply.kind, **(reply.entry or {})})
+            self.calls.append({"kind": reply.kind, "model": model, **(reply.entry or {})})
             if reply.kind == "answer":
                 self.log.append(dict(reply.entry))
 
@@ -418,7 +418,7 @@ def _handler(server: OracleServer):
                 self._json(400, {"error": {"message": f"bad request: {exc}", "type": "invalid_request_error"}})
                 return
             reply = server.reader.reply(messages)
-            server.record(reply)
+            server.record(reply, req.get("model"))
             cid, created, model = f"chatcmpl-{uuid.uuid4().hex[:12]}", int(time.time()), req.get("model") or server.model
             usage = _usage(messages, reply.text)
             if not req.get("stream"):

@@ -112,6 +112,16 @@ if not decisions.empty:
     st.dataframe(decisions, hide_index=True,
                  column_config={"helpful_rate": st.column_config.NumberColumn("helpful", format="percent")})
 
+# ---- routes -----------------------------------------------------------------------------
+routes = log.routes(df)
+if not routes.empty:
+    st.subheader("Routes")
+    st.caption("What the planner chose for each question: search (passages), document (one document read as a "
+               "whole) or compare (documents side by side); cached: answers served from the answer cache.")
+    st.dataframe(routes, hide_index=True,
+                 column_config={"helpful_rate": st.column_config.NumberColumn("helpful", format="percent"),
+                                "p50_ms": st.column_config.NumberColumn("p50 ms", format="%d")})
+
 # ---- latency ---------------------------------------------------------------------------
 st.subheader("Latency per stage")
 lat = log.latency(df, detail=False)

@@ -139,6 +139,10 @@ def badge(answer: Answer) -> str:
     def col(v: float) -> str:
         return "green" if v >= 0.7 else "orange" if v >= 0.4 else "red"
 
+    if q is None and answer.route in ("document", "compare"):  # the reader scores sentences, not outlines
+        return (f":{col(g)}-background[Supported {g:.0%}] :gray-background[Answers the question: not judged "
+                f"(a whole-document answer)] :{col(c)}-background[Confidence {c:.0%}, from support alone] "
+                f"· {answer.mode}")
     if q is None:  # the reader does not read the question's language: say so, never a number
         return (f":{col(g)}-background[Supported {g:.0%}] :gray-background[Answers the question: not judged "
                 f"({language_name(answer.language)})] :{col(c)}-background[Confidence {c:.0%}, from support alone] "
@@ -209,6 +213,33 @@ def regenerate() -> None:
         dropped += 1
     if tid and dropped:
         convs.drop_last(tid, dropped)
+    st.session_state.pending_no_cache = True  # a regenerated answer is computed afresh
+
+
+def search_instead() -> None:
+    """Ask the last question again as a plain search, in place of its whole-document answer."""
+    regenerate()
+    st.session_state.pending_route = "search"
+
+
+ROUTE_NOTE = {"document": ":material/menu_book: Read as a whole", "compare": ":material/compare: Compared side by side"}
+
+
+def route_caption(answer: Answer, idx: int, last: bool) -> None:
+    """How the question was answered, when not by searching passages, and the way back to a
+    search; a cached answer says when it was first computed."""
+    if answer.route in ROUTE_NOTE:
+        docs = ", ".join(d.get("source", "") for d in answer.plan.get("documents", []))
+        read = answer.signals.get("read", "")
+        st.caption(escape_md(f"{docs}: {read}" if read else docs).join(
+            (ROUTE_NOTE[answer.route] + ": ", "")))
+        if last:
+            st.button("Search instead", key=f"search_instead_{idx}", icon=":material/search:", on_click=search_instead,
+                      help="Answer from the passages that best match the question, not by reading whole documents")
+    if answer.cached:
+        st.caption(escape_md(f"Cached answer, first computed {answer.cached_at.replace('T', ' ')} UTC; nothing it "
+                             "depends on has changed since. Regenerate to compute it again.").join(
+            (":material/history: ", "")))
 
 
 def feedback_controls(m: dict) -> None:
@@ -290,6 +321,7 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
                         show_source(c, as_citation=False)
     else:
         st.markdown(answer_markdown(answer))
+        route_caption(answer, idx, last)
         for cf in answer.conflicts:
             # document text and file names: escaped like every other Markdown they reach
             st.warning(escape_md(conflict_note(cf)) + " Check both before relying on either.",
@@ -373,7 +405,8 @@ if question:
         history = [(m["role"], m["content"] if m["role"] == "user" else m["answer"].text) for m in messages[:-1]]
         with friendly_errors("Answering"):
             req = ws.answer_request(kbs, question, history=history, doc_ids=scope or None, caller=me,
-                                    after=after, before=before)
+                                    after=after, before=before, route=st.session_state.pop("pending_route", None),
+                                    no_cache=st.session_state.pop("pending_no_cache", False))
             answer = stream_answer(req)
             kb_ids = [ws.get_kb(n, caller=me).kb_id for n in kbs]
             qid = feedback_log.log_answer(answer, kb_ids, thread_id=tid)

@@ -438,7 +438,7 @@ def cmd_ask(args) -> int:
                 qid = rec.get("id", rec.get("_id"))
                 try:
                     a = ws.ask(kb_names, rec.get("question") or rec.get("text") or "", caller=caller,
-                               after=args.after, before=args.before)
+                               after=args.after, before=args.before, route=args.route, no_cache=args.no_cache)
                     fh.write(json.dumps(_answer_row(qid, a), ensure_ascii=False) + "\n")
                 except GroundworkError as exc:  # one bad question does not stop the batch
                     fh.write(json.dumps({"id": qid, "error": str(exc)}) + "\n")
@@ -446,7 +446,8 @@ def cmd_ask(args) -> int:
         return 0
     if not args.question:
         raise GroundworkError('give a question: ask --kb NAME "QUESTION"')
-    a = ws.ask(kb_names, args.question, caller=caller, after=args.after, before=args.before)
+    a = ws.ask(kb_names, args.question, caller=caller, after=args.after, before=args.before, route=args.route,
+               no_cache=args.no_cache)
     if args.json:
         print(json.dumps(_answer_row(None, a), ensure_ascii=False))
         return 0
@@ -480,6 +481,10 @@ def cmd_ask(args) -> int:
     print(f"\nsupported {a.grounding_score:.2f} · answers the question {aq} · "
           f"confidence {a.confidence:.2f} · {a.mode} · decided by {a.decided_by or '?'} ({a.policy} policy) · "
           f"{a.timings_ms.get('total', 0):.0f} ms")
+    plan = a.plan or {}
+    print(f"route {a.route} ({plan.get('by', '?')}: {plan.get('reason', '')})"
+          + (f" · read {a.signals['read']}" if a.signals.get("read") else "")
+          + (f" · cached answer from {a.cached_at}" if a.cached else ""))
     for c in a.claims:
         print(f"  {marks[c.label]} {c.text[:120]}")
     return 0
@@ -765,6 +770,10 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--out", help="write answers JSONL here")
     ask.add_argument("--after", default=None, metavar="YYYY-MM-DD", help="only documents dated on or after this day")
     ask.add_argument("--before", default=None, metavar="YYYY-MM-DD", help="only documents dated on or before this day")
+    ask.add_argument("--no-cache", action="store_true", help="answer afresh, not from the answer cache")
+    ask.add_argument("--route", choices=("search", "document", "compare"), default=None,
+                     help="the route instead of the planner's (search: passages; document: read one whole "
+                          "document; compare: the documents named, side by side)")
     ask.set_defaults(func=cmd_ask)
 
     ve = sub.add_parser("verify", help="check given answers against given sources", parents=[common])

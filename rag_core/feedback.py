@@ -94,7 +94,9 @@ class FeedbackLog:
                                    "thread_id": "TEXT",  # before saved conversations
                                    "calibration": "TEXT",  # before issue 25's recalibration
                                    "decided_by": "TEXT",  # before the answer policy (issue 39)
-                                   "policy": "TEXT"})
+                                   "policy": "TEXT",
+                                   "route": "TEXT",  # before the planner (issue 42)
+                                   "cached": "INTEGER"})
         db.add_columns("feedback", {"reason": "TEXT"})  # before thumbs-down reasons
 
     def log_answer(self, answer: Answer, kb_ids: list[str], user: str | None = None,
@@ -103,15 +105,15 @@ class FeedbackLog:
         with self.db.transaction() as c:
             c.execute(
                 "INSERT INTO queries (query_id, ts, user, kb_ids, question, answer, citations, claims, grounding, "
-                "confidence, abstained, mode, timings, answers_question, thread_id, calibration, decided_by, policy) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "confidence, abstained, mode, timings, answers_question, thread_id, calibration, decided_by, policy, route, "
+                "cached) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     qid, time.time(), user, json.dumps(kb_ids), answer.question, answer.text,
                     json.dumps([x.to_dict() for x in answer.citations]), json.dumps([x.to_dict() for x in answer.claims]),
                     answer.grounding_score, answer.confidence, int(answer.abstained), answer.mode,
                     json.dumps(answer.timings_ms), answer.answers_question, thread_id,
                     _key(self.answers_scale[0]) if self.answers_scale else None,
-                    answer.decided_by or None, answer.policy or None,
+                    answer.decided_by or None, answer.policy or None, answer.route or None, int(answer.cached),
                 ),
             )
         return qid
@@ -146,7 +148,7 @@ class FeedbackLog:
         )
         cols = ["query_id", "ts", "user", "kb_ids", "question", "answer", "citations", "claims", "grounding",
                 "answers_question", "confidence", "abstained", "mode", "timings", "thread_id", "decided_by", "policy",
-                "rating", "comment", "reason", "rated_ts"]
+                "route", "cached", "rating", "comment", "reason", "rated_ts"]
         recs = [dict(r) for r in rows]
         df = pd.DataFrame(recs, columns=cols)
         df["time"] = pd.to_datetime(df["ts"], unit="s")
@@ -237,6 +239,23 @@ class FeedbackLog:
                           "rating": df["rating"]})
         g = x.groupby(["policy", "decided_by", "outcome"])
         out = pd.DataFrame({"answers": g.size(),
+                            "helpful_rate": g["rating"].apply(lambda r: (r.dropna() > 0).mean() if r.notna().any() else None)})
+        return out.reset_index().sort_values("answers", ascending=False)[cols].reset_index(drop=True)
+
+    @staticmethod
+    def routes(df: pd.DataFrame) -> pd.DataFrame:
+        """Answers per planner route (search / document / compare), how many came from the
+        answer cache, p50 time, and the helpful rate of the rated ones; rows from before the
+        planner are "not recorded"."""
+        cols = ["route", "answers", "cached", "p50_ms", "helpful_rate"]
+        if df.empty:
+            return pd.DataFrame(columns=cols)
+        total = [json.loads(t or "{}").get("total") for t in df["timings"]]
+        x = pd.DataFrame({"route": df["route"].fillna("not recorded"), "cached": df["cached"].fillna(0).astype(int),
+                          "total": pd.to_numeric(pd.Series(total, index=df.index), errors="coerce"),
+                          "rating": df["rating"]})
+        g = x.groupby("route")
+        out = pd.DataFrame({"answers": g.size(), "cached": g["cached"].sum(), "p50_ms": g["total"].median().round(0),
                             "helpful_rate": g["rating"].apply(lambda r: (r.dropna() > 0).mean() if r.notna().any() else None)})
         return out.reset_index().sort_values("answers", ascending=False)[cols].reset_index(drop=True)
 

@@ -56,6 +56,12 @@ class AnswerOut(BaseModel):
     policy: str = ""
     signals: dict[str, Any] = Field(default_factory=dict)
     language: str = "en"  # the question's, ISO 639-1 (the refusal and help texts are in it)
+    # The planner's route (search | document | compare) and its record: who decided, why, and
+    # the documents read whole.
+    route: str = "search"
+    plan: dict[str, Any] = Field(default_factory=dict)
+    cached: bool = False  # served from the answer cache; `cached_at`: when it was first computed (UTC)
+    cached_at: str = ""
 
     @classmethod
     def of(cls, a: Answer, id: Any = None, **extra: Any) -> AnswerOut:
@@ -64,7 +70,8 @@ class AnswerOut(BaseModel):
                    answers_question=a.answers_question, confidence=a.confidence, evidence_score=a.evidence_score,
                    mode=a.mode, claims=[c.to_dict() for c in a.claims], invalid_citations=a.invalid_citations,
                    timings_ms=a.timings_ms, closest=[CitationOut.of(c) for c in a.closest], conflicts=a.conflicts,
-                   decided_by=a.decided_by, policy=a.policy, signals=a.signals, language=a.language, **extra)
+                   decided_by=a.decided_by, policy=a.policy, signals=a.signals, language=a.language,
+                   route=a.route, plan=a.plan, cached=a.cached, cached_at=a.cached_at, **extra)
 
 
 def kb_row(kb) -> dict[str, Any]:

@@ -857,6 +857,8 @@ def _visible(doc: Document, f: SearchFilters) -> bool:
     question scoped to chosen documents, it is one of them."""
     if f.kb_ids is not None and doc.kb_id not in f.kb_ids:
         return False
+    if f.tenant is not None and doc.tenant != f.tenant:
+        return False
     days = f.day_range()
     if days is not None and not days[0] <= doc.doc_day <= days[1]:
         return False

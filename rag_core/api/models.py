@@ -23,6 +23,9 @@ class QueryRequest(Strict):
     stream: bool = False
     after: str | None = Field(default=None, description="YYYY-MM-DD: only documents dated on or after this day")
     before: str | None = Field(default=None, description="YYYY-MM-DD: only documents dated on or before this day")
+    route: Literal["search", "document", "compare"] | None = Field(
+        default=None, description="the route instead of the planner's ('search' = search instead)")
+    no_cache: bool = Field(default=False, description="answer afresh, not from the answer cache")
 
 
 class SearchRequest(Strict):

@@ -658,14 +658,11 @@ class AnswerEngine:
                 if n:
                     hits.append((n / math.sqrt(len(terms) or 1), i))
             for _, i in sorted(hits, reverse=True)[:limit]:
-                best = None
                 for c in secs[i].chunks:
-                    got = sentence_by_terms(topic, turn.language, c.text, lang, self.store.idf)
-                    if got is not None and docread._eligible(got[1]):
-                        best = (got[1], c)
+                    got = docread.sentence_on(want, c.text, lang)
+                    if got is not None:
+                        picks.append((i, got, c))
                         break
-                if best:
-                    picks.append((i, *best))
             picks.sort(key=lambda p: p[0])
             how = f"the {len(picks)} section(s) of {len(secs)} that mention {topic}"
         else:

@@ -150,6 +150,19 @@ def central_sentences(secs: list[Section], language: str = "en", per_section: in
     return out
 
 
+def sentence_on(terms: set[str], text: str, language: str = "en") -> str | None:
+    """The eligible sentence of `text` sharing the most of `terms` (analysed terms), the first
+    such on a tie; None when no eligible sentence shares one."""
+    best, best_n = None, 0
+    for s in split_sentences(text):
+        if not _eligible(s):
+            continue
+        n = len(terms & set(analyze(s, language)))
+        if n > best_n:
+            best, best_n = " ".join(s.split()), n
+    return best
+
+
 def outline_sections(secs: list[Section], limit: int) -> list[int]:
     """Indexes of the sections an outline shows sentences for: all of them up to `limit`;
     beyond, the largest, front matter (contents, acknowledgements, licence) last, in

@@ -307,7 +307,7 @@ class Planner:
             return self._override(override, rules, question, catalogue)
         if lookup_doc is not None:
             return rules  # "show me the X file": nothing for a model to decide
-        if self.llm is None or not use_model or not catalogue:
+        if self.llm is None or not use_model or not catalogue or not _worth_asking(question, catalogue):
             return rules
         shown = _for_prompt(question, catalogue, self.prompt_documents)
         listing = "\n".join(f"{i}. {e.label}" for i, e in enumerate(shown, 1))
@@ -339,6 +339,17 @@ class Planner:
             return Route("compare", tuple(named), "user", "the person chose to compare the documents")
         return replace(rules, reason=f"{rules.reason} (the chosen route {override} needs "
                        + ("a document named" if override == "document" else "two documents named") + ")")
+
+
+def _worth_asking(question: str, catalogue: list[CatalogueEntry]) -> bool:
+    """Whether the model could choose anything but search: only when the question has route
+    words (in any language the app speaks), writes out a file name, or points at the few
+    documents in scope ("this manual"). A question that only shares words with a title
+    ("how long is the Moon's orbit?" beside moon.txt) is a search: asking would cost every such
+    question a model call (the planner's whole cost) for nothing."""
+    return bool(_COMPARE.search(question) or _DOCUMENT.search(question) or _LIST.search(question)
+                or (_DEICTIC.search(question) and len(catalogue) <= 4)
+                or any(strong for _, strong in mentions(question, catalogue)))
 
 
 def _for_prompt(question: str, catalogue: list[CatalogueEntry], limit: int) -> list[CatalogueEntry]:
