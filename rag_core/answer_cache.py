@@ -14,6 +14,9 @@ The key is everything an answer depends on (`cache_key`), hashed:
 - the settings and models (answer model, fast model, embedder, reader, answer policy in
   force with its calibration), and CACHE_VERSION (bumped when answers change shape).
 
+The key is the state, not its history: a knowledge base brought back to exactly an earlier
+state (a document added, then deleted) reads that state's entries again, which were computed
+from what is there now; no entry computed while a deleted document was present can match.
 A stale entry is never invalidated in place: nothing can reach it once its key changed, and
 the least recently used entries beyond `answer_cache_entries` are deleted.
 """

@@ -614,7 +614,7 @@ class Workspace:
                             fast_chat=self.fast_chat_model if self.chat_model is not None else None,
                             cache=self.answer_cache)
 
-    def catalogue(self, kbs: list[KnowledgeBase], filters: SearchFilters) -> list:
+    def _catalogue(self, kbs: list[KnowledgeBase], filters: SearchFilters) -> list:
         """The documents the planner may name for this question: those of these knowledge bases
         (already the caller's) that the filters let through, searchable or indexed."""
         from .generation.planner import CatalogueEntry
@@ -658,7 +658,10 @@ class Workspace:
                        "policy": repr(policy.params)},
         })
 
-    def cache_stats(self) -> dict:
+    def cache_stats(self, *, caller: Caller) -> dict:
+        """The answer cache's entries and hits (admins: it holds every user's answers)."""
+        if not caller.admin:
+            raise PermissionDenied("only an admin may read the answer cache's figures")
         return self.answer_cache.stats()
 
     def _page_of(self, kb_id: str, doc_id: str, first: int, last: int, text: str) -> int:
@@ -689,7 +692,7 @@ class Workspace:
         kbs = self.resolve_kbs(kb_names, caller=caller)
         filters = date_range(self.search_filters(kbs, doc_ids, caller=caller), after, before)
         history = list(history or [])
-        catalogue = self.catalogue(kbs, filters)
+        catalogue = self._catalogue(kbs, filters)
         key = None
         if self.settings.answer_cache and not no_cache and kbs:
             key = self._cache_key(kbs, filters, question, history, route, catalogue)
@@ -824,6 +827,10 @@ class Workspace:
         return {"knowledge_bases": len(kbs), "documents": docs, "chunks": chunks, "skipped_already_copied": skipped}
 
     def close(self) -> None:
+        """Stop the workspace's workers and close its files; closing twice does nothing."""
+        if getattr(self, "_closed", False):
+            return
+        self._closed = True
         if "job_runner" in self.__dict__:
             self.job_runner.stop()
         if "ingestor" in self.__dict__ and hasattr(self.ingestor, "close"):

@@ -103,7 +103,8 @@ SURFACES = {
 CALLER_SCOPED = {"list_kbs", "create_kb", "conversations", "feedback_for", "last_kbs", "remember_kbs", "migrate_to",
                  "gap_report", "feedback_signals", "revert_feedback", "delete_my_questions", "export_user_data",
                  "erase_user_data", "calibrate_answer_policy", "start_calibration", "calibration_status",
-                 "reembed"}  # admins only: tests/test_reembed.py
+                 "reembed",  # admins only: tests/test_reembed.py
+                 "cache_stats"}  # admins only: below
 # process lifecycle, and retention: it applies each knowledge base's own setting (an owner's
 # choice, made through update_kb), not a caller's request
 NO_IDENTITY = {"close", "start_worker", "purge_expired"}
@@ -257,10 +258,12 @@ def test_caller_scoped_surfaces(world, tmp_path):
     # the answer policy: anyone reads the one in force; only an admin calibrates it
     assert ws.answer_policy(caller=BOB)["name"] == ws.answer_policy(caller=OP)["name"]
     for fn in (lambda: ws.calibrate_answer_policy(caller=ALICE, limit=2), lambda: ws.start_calibration(caller=BOB),
-               lambda: ws.calibration_status(caller=CAROL), lambda: ws.reembed(caller=ALICE)):
+               lambda: ws.calibration_status(caller=CAROL), lambda: ws.reembed(caller=ALICE),
+               lambda: ws.cache_stats(caller=BOB)):
         with pytest.raises(PermissionDenied):
             fn()
     assert ws.calibration_status(caller=OP) == {}
+    assert set(ws.cache_stats(caller=OP)) == {"entries", "hits"}
     assert ws.delete_my_questions(caller=BOB) == 0
     assert qid in set(ws.feedback_for(caller=OP).frame()["query_id"])  # Bob's deletion touched only his
     # creating a knowledge base with a hidden one's name succeeds (nothing revealed) and is Bob's

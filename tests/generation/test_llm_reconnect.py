@@ -28,6 +28,8 @@ def test_a_killed_local_server_is_restarted_by_the_next_question(gguf, tmp_path)
 
     stop_server()
     ws = Workspace(get_settings(tmp_path / "data", llm_gguf=gguf, llm_threads=1, llm_ctx=2048, llm_max_tokens=32,
+                                # the repeated question must reach the model: no answer cache
+                                answer_cache=False,
                                 llm_timeout=60, llm_retries=0, llm_crag=False, llm_condense=False,
                                 # the wiring is under test, not the reader's cut-offs for a 135M model
                                 answer_threshold=0.0, llm_answer_threshold=0.0))

@@ -30,6 +30,8 @@ def test_rag_llm_gguf_starts_streams_survives_a_crash_and_stops(gguf, tmp_path):
 
     stop_server()
     ws = Workspace(get_settings(tmp_path / "data", llm_gguf=gguf, llm_threads=1, llm_ctx=2048, llm_max_tokens=32,
+                                # the repeated question must reach the model: no answer cache
+                                answer_cache=False,
                                 llm_timeout=60, llm_retries=0, llm_crag=False, answer_threshold=0.0))
     try:
         (tmp_path / "paris.md").write_text("# France\n\nParis is the capital of France. The Seine flows through Paris.\n")
