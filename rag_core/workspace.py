@@ -638,9 +638,12 @@ class Workspace:
 
         ids = [kb.kb_id for kb in kbs]
         docs = {(d.kb_id, d.doc_id): d for kb in kbs for d in self.appdb.list_documents(kb.kb_id) if _visible(d, filters)}
-        learnt = self.db.query_one(
-            f"SELECT COUNT(*) AS n, COALESCE(MAX(signal_id), 0) AS m, COALESCE(MAX(reverted_ts), 0) AS r "
-            f"FROM feedback_signals WHERE kb_id IN ({','.join('?' * len(ids))})", ids) if ids else None
+        if history:  # a follow-up is searched as its condensed form: any record may reach it
+            learnt = [list(r) for r in self.db.query(
+                f"SELECT signal_id, active FROM feedback_signals WHERE kb_id IN ({','.join('?' * len(ids))}) "
+                "ORDER BY signal_id", ids)] if ids else []
+        else:  # only the records that can reorder this question's passages (feedback_signals.py)
+            learnt = self.signals.reaching(ids, question)
         policy = policy_for(self.settings, merged_choice(kbs), llm=self.chat_model is not None)
         secret = {"openai_api_key", "weaviate_api_key", "data_dir", "user", "groups", "tenant"}
         return cache_key({
@@ -652,7 +655,7 @@ class Workspace:
                       "after": filters.after, "before": filters.before, "tenant": filters.tenant},
             "documents": sorted([k[0], k[1], d.sha256, d.status, d.date, d.language, d.chunks, d.title]
                                 for k, d in docs.items()),
-            "learnt": [learnt["n"], learnt["m"], learnt["r"]] if learnt else None,
+            "learnt": learnt,
             "settings": self.settings.model_dump(mode="json", exclude=secret),
             "models": {"embedding": getattr(self.embedder, "model_id", "?"), "reader": self.answers.reader.sha256,
                        "policy": repr(policy.params)},

@@ -666,11 +666,9 @@ class AnswerEngine:
             picks.sort(key=lambda p: p[0])
             how = f"the {len(picks)} section(s) of {len(secs)} that mention {topic}"
         else:
-            idx = docread.outline_sections(secs, limit)
-            for i, got in zip(idx, docread.central_sentences([secs[i] for i in idx], lang)):
-                for sentence, chunk in got:
-                    picks.append((i, sentence, chunk))
-            how = f"an outline: {len(idx)} of its {len(secs)} sections, each with its most central sentence"
+            secs, picks = docread.outline(chunks, limit, lang)
+            how = (f"an outline: {len({p[0] for p in picks})} of its {len(secs)} sections, each with its most "
+                   "central sentence")
         if not picks:
             return "", [], {}
         sources: list[ScoredChunk] = []

@@ -173,6 +173,18 @@ def outline_sections(secs: list[Section], limit: int) -> list[int]:
     return sorted(rank[:limit])
 
 
+def outline(chunks: list[Chunk], limit: int, language: str = "en", method: str = "centroid",
+            per_section: int = 1) -> tuple[list[Section], list[tuple[int, str, Chunk]]]:
+    """The offline reading of a whole document: its sections, and (section index, sentence,
+    chunk) for the sections an outline shows, each with its most central sentence(s)."""
+    secs = sections(chunks)
+    idx = outline_sections(secs, limit)
+    picks = []
+    for i, got in zip(idx, central_sentences([secs[i] for i in idx], language, per_section, method)):
+        picks += [(i, sentence, chunk) for sentence, chunk in got]
+    return secs, picks
+
+
 def parts(secs: list[Section], budget: int) -> list[list[Section]]:
     """Consecutive sections packed into parts of at most `budget` tokens (a section longer than
     the budget is split at chunk boundaries into sections of its own)."""

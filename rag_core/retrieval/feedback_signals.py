@@ -134,6 +134,25 @@ class FeedbackSignals:
         return [Signal(r["signal_id"], r["query_id"], r["kb_id"], r["chunk_id"], r["judgement"], r["user"], r["ts"],
                        bool(r["active"]), r["reverted_by"]) for r in rows]
 
+    def reaching(self, kb_ids: list[str], question: str) -> list[int]:
+        """The active records of these knowledge bases that can change this question's ranking
+        (their question's cosine with it at least SIM_MIN, as `adjust` weighs them): what the
+        answer cache keys on, so a rating elsewhere in the knowledge base leaves this question's
+        answer cached. The question is embedded only when such records exist at all."""
+        if not kb_ids:
+            return []
+        rows = self.db.query(f"SELECT signal_id, qvec FROM feedback_signals WHERE active=1 AND kb_id IN "
+                             f"({','.join('?' * len(kb_ids))})", list(kb_ids))
+        if not rows:
+            return []
+        q = self._vector(question)
+        out = []
+        for r in rows:
+            v = np.frombuffer(r["qvec"], dtype=np.float32)
+            if v.shape == q.shape and float(v @ q) > SIM_MIN:
+                out.append(int(r["signal_id"]))
+        return sorted(out)
+
     def _vector(self, text: str) -> np.ndarray:
         v = np.asarray(self._embed(text), dtype=np.float32).reshape(-1)
         return v / max(float(np.linalg.norm(v)), 1e-12)
