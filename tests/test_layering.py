@@ -13,7 +13,7 @@ LAYERS = [
     {"errors", "models", "config", "db"},
     {"text", "access", "leases", "inference"},  # the shared lowest layer of logic
     {"embeddings", "stores", "reader", "appdb", "evaluation", "feedback", "threads", "api_keys", "schemas",
-     "privacy"},
+     "privacy", "answer_cache"},
     {"ingest", "retrieval", "grounding", "gaps"},
     {"generation", "citation_view", "render"},
     {"workspace"},

@@ -50,8 +50,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-# the line the child prints once its HTTP server is bound (see _serve)
-_LISTENING = re.compile(r"^listening on (http://[^\s/]+)\s*$", re.MULTILINE)
+# The child writes its address, once bound, to a file of its own (see _serve), which the parent
+# reads: it used to read it from the shared log, where llama.cpp's native threads may write on
+# the same line ("…:361790.01.030.191 I srv …" was read once).
+_ADDRESS = re.compile(r"^http://[\d.]+:\d+$")
 
 
 def _get_json(url: str, timeout: float = 2.0):
@@ -97,10 +99,11 @@ def start_server(gguf: str | Path, *, threads: int = 2, ctx: int = 4096, n_predi
     if not gguf.is_file():
         raise LocalServerError(f"RAG_LLM_GGUF: no model file at {gguf}")
     log = Path(tempfile.mkstemp(prefix="gw-llm-server-", suffix=".log")[1])
+    ready = log.with_suffix(".address")
     # port 0: llama.cpp's server binds a free port itself and the child prints which, so no
     # port is chosen here and released for someone else to take before the server binds it
     cmd = [sys.executable, "-m", "rag_core.generation.local_server", "--model", str(gguf), "--port", "0",
-           "--threads", str(threads), "--ctx", str(ctx), "--n-predict", str(n_predict)]
+           "--threads", str(threads), "--ctx", str(ctx), "--n-predict", str(n_predict), "--address-file", str(ready)]
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
@@ -122,9 +125,10 @@ def start_server(gguf: str | Path, *, threads: int = 2, ctx: int = 4096, n_predi
             fail(f"exited with code {proc.returncode} while starting")
         if not srv.base_url:
             with contextlib.suppress(OSError):
-                found = _LISTENING.search(log.read_text(errors="replace"))
-                if found:
-                    srv.base_url = found.group(1)
+                addr = ready.read_text().strip()
+                if _ADDRESS.match(addr):
+                    srv.base_url = addr
+                    ready.unlink()
         try:
             if srv.base_url and _get_json(srv.base_url + "/health").get("status") == "ok":
                 break
@@ -187,6 +191,7 @@ def _serve(argv: list[str] | None = None) -> None:
     ap.add_argument("--ctx", type=int, default=4096)
     ap.add_argument("--n-predict", type=int, default=-1)
     ap.add_argument("--alias", default=MODEL_ALIAS)
+    ap.add_argument("--address-file", default=None, help="also write the address here (atomically) once bound")
     args = ap.parse_args(argv)
 
     import xllamacpp as xlc
@@ -204,6 +209,11 @@ def _serve(argv: list[str] | None = None) -> None:
     p.n_threads_http = 4  # health checks still answer while the one slot generates
     server = xlc.Server(p)  # loads the model and starts the HTTP server in native threads
     print(f"listening on {server.listening_address}", flush=True)
+    if args.address_file:
+        tmp = f"{args.address_file}.tmp"
+        with open(tmp, "w") as fh:
+            fh.write(str(server.listening_address))
+        os.replace(tmp, args.address_file)
 
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))

@@ -322,7 +322,7 @@ def test_the_chain_is_traced_step_by_step(ws, tmp_path):
     from tests.helpers import CHAIN_STEPS, traced_steps
 
     trace = tmp_path / "trace.jsonl"
-    a = ws.answers.chain.invoke(ws.answer_request(["facts"], "What flows through Paris?", caller=OP),
+    a = ws.answers.chain.invoke(ws.answer_request(["facts"], "What flows through Paris?", caller=OP, no_cache=True),
                                 {"callbacks": [JsonlTracer(trace)]}).answer
     assert "Seine" in a.text
     steps = traced_steps(trace)
