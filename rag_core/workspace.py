@@ -637,6 +637,13 @@ class Workspace:
         from .generation.policy import merged_choice, policy_for
 
         ids = [kb.kb_id for kb in kbs]
+        if self.chat_model is None and history:
+            # offline the answer depends on the conversation only through the standalone
+            # question it condenses to (generation/condense.py): "How many volcanoes?" asked
+            # again later in a chat is the same question; a follow-up becomes its standalone form
+            from .generation.condense import condense
+
+            question, history = condense(question.strip(), history), []
         docs = {(d.kb_id, d.doc_id): d for kb in kbs for d in self.appdb.list_documents(kb.kb_id) if _visible(d, filters)}
         if history:  # a follow-up is searched as its condensed form: any record may reach it
             learnt = [list(r) for r in self.db.query(

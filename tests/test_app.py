@@ -598,3 +598,33 @@ def test_the_knowledge_bases_page_shows_the_answer_policy_and_lets_an_admin_cali
         assert kb.retrieval.answer_policy == "model"
     finally:
         ws.close()
+
+
+def test_a_summary_says_it_read_the_document_and_search_instead_asks_again_as_a_search(data_dir, tmp_path):
+    ws = seed(data_dir, tmp_path)
+    at = app().run()
+    at.chat_input[0].set_value("Summarize volcanoes.md").run()
+    assert not at.exception
+    a = at.session_state["messages"][-1]["answer"]
+    assert a.route == "document" and a.decided_by == "document"
+    assert any("Read as a whole" in c.value and "volcanoes\\.md" in c.value for c in at.caption)
+    assert any("not judged (a whole-document answer)" in c.value for c in at.caption)
+    next(b for b in at.button if b.label == "Search instead").click().run()
+    assert not at.exception
+    msgs = at.session_state["messages"]
+    assert [m["role"] for m in msgs] == ["user", "assistant"]
+    assert msgs[-1]["answer"].route == "search" and msgs[-1]["answer"].plan["by"] == "user"
+    assert not [b for b in at.button if b.label == "Search instead"]
+    assert list(ws.feedback.frame()["route"]) == ["document", "search"]
+
+
+def test_a_repeated_question_shows_it_is_cached_and_regenerate_computes_it_again(data_dir, tmp_path):
+    seed(data_dir, tmp_path)
+    at = app().run()
+    at.chat_input[0].set_value("How many volcanoes does Iceland have?").run()
+    at.chat_input[0].set_value("How many volcanoes does Iceland have?").run()
+    msgs = at.session_state["messages"]
+    assert not msgs[1]["answer"].cached and msgs[3]["answer"].cached
+    assert any("Cached answer, first computed" in c.value for c in at.caption)
+    next(b for b in at.button if b.label == "Regenerate").click().run()
+    assert not at.session_state["messages"][-1]["answer"].cached
