@@ -45,6 +45,22 @@ def test_query_answers_with_citations_scores_and_a_query_id(client):
     assert a["decided_by"] == "reader" and a["policy"] and a["signals"]["evidence"] > 0
 
 
+def test_query_route_override_cache_and_no_cache(client):
+    body = {"question": "Summarize handbook.md", "knowledge_bases": ["handbook"]}
+    a = client("alice").post("/v1/query", json=body).json()
+    assert a["route"] == "document" and a["decided_by"] == "document" and a["plan"]["by"] == "rules"
+    assert a["plan"]["documents"][0]["source"] == "handbook.md" and a["answers_question"] is None
+    assert {c["source"] for c in a["citations"]} == {"handbook.md"}
+    again = client("bob").post("/v1/query", json=body).json()  # bob sees the same documents: served from the cache
+    assert again["cached"] and again["cached_at"] and again["answer"] == a["answer"]
+    fresh = client("bob").post("/v1/query", json={**body, "no_cache": True}).json()
+    assert not fresh["cached"]
+    s = client("alice").post("/v1/query", json={**body, "route": "search"}).json()
+    assert s["route"] == "search" and s["plan"]["by"] == "user"
+    bad = client("alice").post("/v1/query", json={**body, "route": "everything"})
+    assert bad.status_code == 422
+
+
 def test_the_answer_policy_in_force_is_readable_with_a_read_key(client):
     r = client("alice_read").get("/v1/answer-policy")
     assert r.status_code == 200, r.text
