@@ -620,6 +620,7 @@ class AnswerEngine:
                     turn = _timed(turn, read_document=_ms(t))
                     if _NO_ANSWER.search(draft) and not _MARKER.search(draft):
                         draft = ""
+                        yield AnswerEvent("restart")  # the model's refusal gives way to the outline
                     else:
                         yield from self._finish_whole(replace(ctx, turn=turn), draft, sources, None, config,
                                                       {"read": note, "sections": len(sources)})
@@ -845,6 +846,15 @@ class AnswerEngine:
         yield AnswerEvent("status", CHECKING)
         t = time.perf_counter()
         draft, claims, grounding, auto_cited = self._checked(draft, sources, turn.standalone, config)
+        kept = None
+        if any(kb.grounded_only for kb in turn.req.kbs):  # as for any answer: unsupported sentences go
+            kept = [c for c in claims if c.label != "unsupported"]
+            if kept and len(kept) < len(claims):
+                cited_by = {c.text: c.cited_by for c in claims}
+                draft = _keep_sentences(draft, {c.text for c in kept})
+                claims, grounding = self.verify.invoke((draft, sources, turn.standalone), config)
+                for c in claims:
+                    c.cited_by = cited_by.get(c.text, "model" if c.cited else None)
         res = resolve(draft, sources, snippets)
         for c in claims:
             c.cited = [res.mapping[n] for n in c.cited if n in res.mapping]
@@ -854,8 +864,12 @@ class AnswerEngine:
         if documents:
             cited_docs = {cit.doc_id for cit in res.citations}
             info = {**info, "documents_cited": sum(1 for d in documents if d.doc_id in cited_docs)}
-        sig = self._signals(ctx, labels=tuple(c.label for c in claims), answers=None)
+        sig = self._signals(ctx, labels=tuple(c.label for c in claims), answers=None,
+                            kept=None if kept is None else len(kept))
         decision = ctx.policy.after_generation(sig)
+        if decision.abstain:
+            yield AnswerEvent("answer", answer=self._abstain(ctx, decision, sig))
+            return
         turn = _timed(turn, verify=_ms(t), total=_ms(turn.t0))
         self._place_pages(res.citations, sources, claims)
         yield AnswerEvent("answer", answer=Answer(

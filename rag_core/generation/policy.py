@@ -168,6 +168,8 @@ class AnswerPolicy:
         if s.route in (DOCUMENT, COMPARE):
             if not s.drafted:
                 return Decision("abstain", s.route, PLAIN[s.route], "nothing could be read for the request")
+            if s.grounded_only and s.labels and not s.kept:
+                return Decision("abstain", GROUNDED, PLAIN[GROUNDED], "grounded-only: no supported sentence")
             return Decision("answer", s.route)
         if s.lookup:
             return Decision("answer", LOOKUP)

@@ -217,3 +217,24 @@ def test_injected_text_in_a_document_does_not_change_the_route_or_rules(tmp_path
         assert "</notes>" not in "\n".join(p for p in server.reader.prompts if "<notes>" in p)
     finally:
         ws.close()
+
+
+def test_grounded_only_drops_unsupported_sentences_of_a_whole_document_answer(tmp_path, server, docs):
+    class Padded(Script):  # the scripted model adds a sentence no section states
+        def reply(self, messages):
+            r = super().reply(messages)
+            if r.kind == "answer" and "[" in r.text:
+                return _Reply(r.text + " The guide was written by dolphins in 1850 [1].", "answer", {})
+            return r
+
+    server.reader = Padded()
+    ws = Workspace(get_settings(tmp_path / "data", answer_cache=False, openai_base_url=server.base_url,
+                                openai_api_key="test", llm_model="answer-model", llm_crag=False))
+    try:
+        ws.create_kb("strict", caller=OP, grounded_only=True)
+        ws.ingest("strict", [docs / "harbour-guide.md"], caller=OP)
+        a = ws.ask(["strict"], "Summarize harbour-guide.md", caller=OP)
+        assert a.route == "document" and not a.abstained and "dolphins" not in a.text
+        assert all(c.label != "unsupported" for c in a.claims)
+    finally:
+        ws.close()
