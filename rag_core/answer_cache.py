@@ -5,18 +5,16 @@ The key is everything an answer depends on (`cache_key`), hashed:
   conversation before it (a follow-up means something else after another question);
 - the knowledge bases, each with its settings and instructions, and the question's scope
   (chosen documents, date range) and route override;
-- the documents the caller may see there, each with its content hash, state, date and
-  language: an ingest, a delete, a re-index, a date or language change gives another key,
-  and so does a change of access that changes what the caller sees; two callers share an
-  entry only when they see exactly the same documents, so an answer never reaches someone
-  who may not see one of its sources;
-- what was learnt from feedback in those knowledge bases (it reorders passages);
+- the knowledge bases' content versions (appdb.CONTENT_VERSIONS: the database bumps them on
+  every ingest, delete, re-index, date, language or access change of a document, whatever
+  code made it): any change gives another key. Access is decided per knowledge base, so the
+  knowledge bases and the scope fix the documents a caller sees: two callers share an entry
+  only when they see exactly the same documents, and an answer never reaches someone who may
+  not see one of its sources (a hidden knowledge base reads as missing before any lookup);
+- the feedback records that can reorder this question's passages (feedback_signals.reaching);
 - the settings and models (answer model, fast model, embedder, reader, answer policy in
   force with its calibration), and CACHE_VERSION (bumped when answers change shape).
 
-The key is the state, not its history: a knowledge base brought back to exactly an earlier
-state (a document added, then deleted) reads that state's entries again, which were computed
-from what is there now; no entry computed while a deleted document was present can match.
 A stale entry is never invalidated in place: nothing can reach it once its key changed, and
 the least recently used entries beyond `answer_cache_entries` are deleted.
 """

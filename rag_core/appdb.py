@@ -85,6 +85,27 @@ CREATE TABLE IF NOT EXISTS migrated (
 );
 """.replace("{kbs_table}", _KBS_TABLE.replace("{name}", "kbs"))
 
+# A knowledge base's content version: bumped by the database itself on every write to its
+# documents that changes what can be found or shown (a row added or removed; its state, content,
+# date, language, name or access changed), whichever code path made it. The answer cache keys on
+# it (rag_core/answer_cache.py), and the planner's catalogue is rebuilt when it moves.
+CONTENT_VERSIONS = """
+CREATE TABLE IF NOT EXISTS kb_content (kb_id TEXT PRIMARY KEY, version INTEGER NOT NULL DEFAULT 0);
+CREATE TRIGGER IF NOT EXISTS documents_content_insert AFTER INSERT ON documents BEGIN
+    INSERT INTO kb_content (kb_id, version) VALUES (NEW.kb_id, 1)
+    ON CONFLICT(kb_id) DO UPDATE SET version = version + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS documents_content_delete AFTER DELETE ON documents BEGIN
+    INSERT INTO kb_content (kb_id, version) VALUES (OLD.kb_id, 1)
+    ON CONFLICT(kb_id) DO UPDATE SET version = version + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS documents_content_update AFTER UPDATE OF status, sha256, chunks, doc_date, language, title,
+    source, tenant, acl_users, acl_groups, kb_id ON documents BEGIN
+    INSERT INTO kb_content (kb_id, version) VALUES (NEW.kb_id, 1)
+    ON CONFLICT(kb_id) DO UPDATE SET version = version + 1;
+END;
+"""
+
 _NAME_RE = re.compile(r"^[\w][\w .\-()&']{0,79}$", re.UNICODE)
 
 
@@ -139,7 +160,17 @@ class AppDB:
         db.add_columns("kbs", {"retention_days": "INTEGER NOT NULL DEFAULT 0"})
         db.add_columns("documents", {"lease_owner": "TEXT", "lease_until": "REAL", "doc_date": "TEXT",
                                      "date_source": "TEXT", "language": "TEXT", "language_source": "TEXT"})
+        db.executescript(CONTENT_VERSIONS)
         self.leases = Leases.of(db, lease_seconds)
+
+    def content_versions(self, kb_ids: list[str]) -> dict[str, int]:
+        """Each knowledge base's content version (CONTENT_VERSIONS; 0: no document written yet)."""
+        if not kb_ids:
+            return {}
+        rows = self.db.query(f"SELECT kb_id, version FROM kb_content WHERE kb_id IN ({','.join('?' * len(kb_ids))})",
+                             list(kb_ids))
+        got = {r["kb_id"]: int(r["version"]) for r in rows}
+        return {k: got.get(k, 0) for k in kb_ids}
 
     # ---- knowledge bases -------------------------------------------------------------
     @staticmethod

@@ -39,6 +39,7 @@ class Workspace:
         self._backfill_dates()
         self._backfill_languages()
         self._purged_at = 0.0
+        self._catalogues: dict[str, tuple] = {}  # kb_id -> (content version, documents, catalogue entries)
         # the tables retention's deletes reach (learnt records cascade, thread links are cut)
         self.signals  # noqa: B018
         self.threads  # noqa: B018
@@ -616,16 +617,27 @@ class Workspace:
 
     def _catalogue(self, kbs: list[KnowledgeBase], filters: SearchFilters) -> list:
         """The documents the planner may name for this question: those of these knowledge bases
-        (already the caller's) that the filters let through, searchable or indexed."""
+        (already the caller's) that the filters let through, searchable or indexed. Each
+        knowledge base's list is read from the registry once per content version (appdb), not
+        per question."""
         from .generation.planner import CatalogueEntry
 
+        versions = self.appdb.content_versions([kb.kb_id for kb in kbs])
         out = []
         for kb in kbs:
-            for d in self.appdb.list_documents(kb.kb_id):
-                if _visible(d, filters):
-                    # a date is shown only where the document carries one (not its upload day)
-                    date = d.date if d.date_source != "upload" else ""
-                    out.append(CatalogueEntry(kb.kb_id, d.doc_id, d.source, d.title, date, d.language, d.chunks))
+            got = self._catalogues.get(kb.kb_id)
+            if got is None or got[0] != versions[kb.kb_id]:
+                docs = self.appdb.list_documents(kb.kb_id)
+                # a date is shown only where the document carries one (not its upload day)
+                got = (versions[kb.kb_id], docs, [CatalogueEntry(kb.kb_id, d.doc_id, d.source, d.title,
+                                                                 d.date if d.date_source != "upload" else "",
+                                                                 d.language, d.chunks) for d in docs])
+                self._catalogues[kb.kb_id] = got
+            _, docs, entries = got
+            if filters.doc_ids is None and filters.day_range() is None and filters.tenant is None:
+                out += entries  # the whole knowledge base is in scope: nothing to filter
+            else:
+                out += [e for d, e in zip(docs, entries) if _visible(d, filters)]
         return out
 
     def _cache_key(self, kbs: list[KnowledgeBase], filters: SearchFilters, question: str, history, route,
@@ -644,7 +656,6 @@ class Workspace:
             from .generation.condense import condense
 
             question, history = condense(question.strip(), history), []
-        docs = {(d.kb_id, d.doc_id): d for kb in kbs for d in self.appdb.list_documents(kb.kb_id) if _visible(d, filters)}
         if history:  # a follow-up is searched as its condensed form: any record may reach it
             learnt = [list(r) for r in self.db.query(
                 f"SELECT signal_id, active FROM feedback_signals WHERE kb_id IN ({','.join('?' * len(ids))}) "
@@ -660,8 +671,9 @@ class Workspace:
             "kbs": [{**asdict(kb), "created_at": None} for kb in sorted(kbs, key=lambda k: k.kb_id)],
             "scope": {"doc_ids": sorted(filters.doc_ids) if filters.doc_ids is not None else None,
                       "after": filters.after, "before": filters.before, "tenant": filters.tenant},
-            "documents": sorted([k[0], k[1], d.sha256, d.status, d.date, d.language, d.chunks, d.title]
-                                for k, d in docs.items()),
+            # what the caller can find there: the knowledge bases' content versions (any ingest,
+            # delete, state, date, language or access change moves them) within the scope above
+            "content": self.appdb.content_versions(ids),
             "learnt": learnt,
             "settings": self.settings.model_dump(mode="json", exclude=secret),
             "models": {"embedding": getattr(self.embedder, "model_id", "?"), "reader": self.answers.reader.sha256,
