@@ -8,7 +8,7 @@ import asyncio
 from functools import lru_cache
 from typing import Any, AsyncIterator, Iterator
 
-from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.language_models.chat_models import BaseChatModel, agenerate_from_stream, generate_from_stream
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 
@@ -74,14 +74,17 @@ class LocalServerChat(BaseChatModel):
                       self.max_tokens)
 
     def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> ChatResult:
-        return self.current()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+        # The ChatOpenAI behind it is built to stream (answers stream to the page): its own
+        # _generate would get an SSE stream back and fail ("Unexpected response type … got
+        # Stream"), which every `invoke` (condensing, planning, relevance checks) did until the
+        # fast model's benchmark showed it. A whole reply is the stream, joined.
+        return generate_from_stream(self._stream(messages, stop=stop, run_manager=run_manager, **kwargs))
 
     def _stream(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> Iterator[ChatGenerationChunk]:
         yield from self.current()._stream(messages, stop=stop, run_manager=run_manager, **kwargs)
 
     async def _agenerate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs) -> ChatResult:
-        chat = await asyncio.to_thread(self.current)  # a restart waits for /health: not on the event loop
-        return await chat._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
+        return await agenerate_from_stream(self._astream(messages, stop=stop, run_manager=run_manager, **kwargs))
 
     async def _astream(self, messages: list[BaseMessage], stop=None, run_manager=None,
                        **kwargs) -> AsyncIterator[ChatGenerationChunk]:

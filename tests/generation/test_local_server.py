@@ -63,3 +63,32 @@ def test_rag_llm_gguf_starts_streams_survives_a_crash_and_stops(gguf, tmp_path):
     assert not srv2.alive
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(srv2.base_url + "/health", timeout=2)
+
+
+def test_the_local_model_answers_whole_replies_for_the_small_steps(gguf, tmp_path):
+    """`invoke` (condensing, planning, relevance checks) on the local model: its ChatOpenAI streams,
+    and a whole reply used to fail with "got Stream", sending every follow-up to offline mode."""
+    from rag_core.generation.llm import LocalServerChat, make_fast_chat_model
+    from rag_core.workspace import Workspace
+
+    stop_server()
+    try:
+        chat = LocalServerChat(gguf=str(gguf), threads=1, ctx=2048, max_tokens=8)
+        assert isinstance(chat.invoke("Say hello.").content, str)
+        settings = get_settings(tmp_path / "data", llm_gguf=gguf, llm_threads=1, llm_ctx=2048, llm_max_tokens=16,
+                                llm_timeout=60, llm_retries=0, llm_crag=False, answer_cache=False)
+        fast = make_fast_chat_model(settings)
+        assert fast.max_tokens == settings.llm_fast_max_tokens and fast.gguf == str(gguf)  # the same server, short budget
+        ws = Workspace(settings)
+        try:
+            (tmp_path / "paris.md").write_text("# France\n\nParis is the capital of France. The Seine flows through Paris.\n")
+            ws.create_kb("facts", caller=Caller.operator())
+            ws.ingest("facts", [tmp_path / "paris.md"], caller=Caller.operator())
+            a = ws.ask(["facts"], "And what river flows through it?", caller=Caller.operator(),
+                       history=[("user", "What is the capital of France?"), ("assistant", "Paris [1].")])
+            assert "llm_error" not in a.models, a.models.get("llm_error")  # condensed by the model, no failure
+            assert a.mode == "llm" and a.models["llm_fast"] == settings.llm_fast_label
+        finally:
+            ws.close()
+    finally:
+        stop_server()
