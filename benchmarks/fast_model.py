@@ -81,7 +81,7 @@ def main() -> None:
     small, big = gguf("0.5b"), gguf("1.5b")
     setups = {
         "before (1.5B does every step, full budget, no planner)":
-            {"llm_gguf": big, "llm_planner": False, "llm_fast_max_tokens": 1024},
+            {"llm_gguf": big, "llm_planner": "rules", "llm_fast_max_tokens": 1024},
         "one model (1.5B, short budget for small steps)": {"llm_gguf": big},
         "fast 0.5B beside the 1.5B answer model": {"llm_gguf": big, "llm_fast_gguf": small},
         "0.5B alone": {"llm_gguf": small},

@@ -114,9 +114,13 @@ class Settings(BaseSettings):
     llm_fast_model: str | None = None
     llm_fast_gguf: Path | None = None
     llm_fast_max_tokens: int = Field(default=96, ge=8, le=4096)
-    # The planner asks the fast model which route a question needs (generation/planner.py);
-    # off: its offline rules decide, also with a model.
-    llm_planner: bool = True
+    # Who plans the route (generation/planner.py): "model" = the fast model decides (the rules
+    # stand in when its decision is unusable), "rules" = the offline rules, also with a model;
+    # "auto" = the model for an endpoint, the rules for a local GGUF file. Measured on the
+    # routing benchmark (benchmarks/routing.py, 77 questions): rules 0.79 route accuracy,
+    # Qwen2.5-Coder 0.5B deciding 0.42, 1.5B 0.60 (small local models answer "search" to most
+    # whole-document questions); set "model" for a capable local model.
+    llm_planner: Literal["auto", "model", "rules"] = "auto"
     # Earlier turns shown to the LLM when it answers (newest first, within this many tokens).
     llm_history_tokens: int = Field(default=600, ge=0, le=32768)
     # Tracing through LangChain callbacks: "console" prints every step; "jsonl:/path" appends
@@ -230,6 +234,13 @@ class Settings(BaseSettings):
         if self.llm_fast_gguf:
             return f"{Path(self.llm_fast_gguf).name} (local, llama.cpp)"
         return self.llm_fast_model or self.llm_label
+
+    @property
+    def planner_asks_model(self) -> bool:
+        """Whether the planner asks the fast model (llm_planner)."""
+        if self.llm_planner != "auto":
+            return self.llm_planner == "model"
+        return self.llm_configured and not (self.llm_gguf or self.llm_fast_gguf)
 
     @property
     def document_budget(self) -> int:

@@ -228,7 +228,7 @@ class AnswerEngine:
         self.llm = (chat | StrOutputParser()) if chat is not None else None
         # the small steps (condense, plan, relevance check, rewrites) go to the fast model
         self.fast = (fast_chat | StrOutputParser()).with_config(run_name="fast_model") if fast_chat is not None else self.llm
-        self.planner = Planner(llm=self.fast if settings.llm_planner else None)
+        self.planner = Planner(llm=self.fast if settings.planner_asks_model else None)
         self.cache = cache  # answer_cache.AnswerCache, or None
         self.generator = (self.prompt | self.llm).with_config(run_name="generate") if chat is not None else None
         self.verify = RunnableLambda(self._verify_step, name="verify")

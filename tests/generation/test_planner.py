@@ -132,3 +132,13 @@ def test_topic_terms_drop_names_and_route_words():
     assert topic_terms("compare R-intro.pdf and R-lang.pdf on factors", docs) == ["factors"]
     assert topic_terms("What do R-intro and R-lang say about environments?", docs) == ["environments"]
     assert topic_terms("compare the two documents", docs) == []
+
+
+def test_auto_asks_an_endpoints_model_but_not_a_local_file(tmp_path):
+    from rag_core.config import get_settings
+
+    assert not get_settings(tmp_path).planner_asks_model  # offline
+    assert get_settings(tmp_path, openai_base_url="http://127.0.0.1:9/v1").planner_asks_model
+    assert not get_settings(tmp_path, llm_gguf=tmp_path / "m.gguf").planner_asks_model  # measured weaker than the rules
+    assert get_settings(tmp_path, llm_gguf=tmp_path / "m.gguf", llm_planner="model").planner_asks_model
+    assert not get_settings(tmp_path, openai_base_url="http://127.0.0.1:9/v1", llm_planner="rules").planner_asks_model
