@@ -41,9 +41,12 @@ MAX_SENTENCE_CHARS = 400
 class Section:
     path: str  # heading path, " > " joined ("" before the first heading)
     chunks: list[Chunk]
+    label: str = ""  # a part of a section without sub-headings: "Imperialism, part 2 of 8"
 
     @property
     def heading(self) -> str:
+        if self.label:
+            return self.label
         last = self.path.rsplit(" > ", 1)[-1].strip() if self.path else ""
         return last or pages_label(self.page_start, self.page_end)
 
@@ -95,6 +98,15 @@ def sections(chunks: list[Chunk], *, want: int = 3, parts_without_headings: int 
         best = groups
         if len(groups) >= want:
             break
+    if len(best) == 1 and len(chunks) > 1:
+        # one heading over everything (an article under its title): equal parts of it
+        only = best[0]
+        n = max(1, min(parts_without_headings, len(chunks)))
+        size = math.ceil(len(chunks) / n)
+        k = math.ceil(len(chunks) / size)
+        name = only.heading
+        return [Section(only.path, chunks[i:i + size], f"{name}, part {j + 1} of {k}")
+                for j, i in enumerate(range(0, len(chunks), size))]
     return best
 
 
