@@ -679,7 +679,11 @@ class AnswerEngine:
             if chunk.chunk_id not in pos:
                 sources.append(ScoredChunk(chunk, 1.0, {"document": 1.0}))
                 pos[chunk.chunk_id] = len(sources)
-            lines.append(f"- {_item_heading(secs[i].heading)}: {cite(sentence, pos[chunk.chunk_id])}")
+            # a part of an undivided document has no heading of its own: its sentence alone
+            # (a made-up "part 2 of 8" would be words the sources do not hold)
+            head = "" if secs[i].label else _item_heading(secs[i].heading)
+            lines.append(f"- {head}: {cite(sentence, pos[chunk.chunk_id])}" if head
+                         else f"- {cite(sentence, pos[chunk.chunk_id])}")
         total = sum(s.tokens for s in secs) or 1
         covered = sum(secs[i].tokens for i in {p[0] for p in picks}) / total
         return "\n".join(lines), sources, {"read": how, "sections": len(secs), "coverage": round(covered, 4)}
