@@ -62,7 +62,7 @@ def main() -> None:
         lookup = detect_lookup(q)
         named = mentioned(lookup, entries) if lookup else []
         t = time.perf_counter()
-        route = planner.plan(q, entries, lookup=lookup, lookup_doc=named[0] if named else None)
+        route = planner.plan(q, entries, lookup_doc=named[0] if named else None)
         ms = (time.perf_counter() - t) * 1000
         got_docs = sorted(d.source for d in route.documents)
         out.append({"id": r["id"], "language": r.get("language", "en"), "gold": r["route"], "got": route.kind,

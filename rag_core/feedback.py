@@ -80,6 +80,11 @@ def _on_current_scale(df: pd.DataFrame, logged: list[str | None], now: Platt, un
             df.loc[shown, "answers_question"].astype(float).clip(0, 1) * df.loc[shown, "grounding"].astype(float).clip(0, 1), 4)
 
 
+def _helpful_rate(ratings: pd.Series) -> float | None:
+    """Share of thumbs up among a group's rated answers; None when none was rated."""
+    return (ratings.dropna() > 0).mean() if ratings.notna().any() else None
+
+
 class FeedbackLog:
     def __init__(self, db: Database, answers_scale: tuple[Platt, Platt] | None = None):
         """`answers_scale`: the reader's shipped `answers` calibration and the one rows that do
@@ -239,7 +244,7 @@ class FeedbackLog:
                           "rating": df["rating"]})
         g = x.groupby(["policy", "decided_by", "outcome"])
         out = pd.DataFrame({"answers": g.size(),
-                            "helpful_rate": g["rating"].apply(lambda r: (r.dropna() > 0).mean() if r.notna().any() else None)})
+                            "helpful_rate": g["rating"].apply(_helpful_rate)})
         return out.reset_index().sort_values("answers", ascending=False)[cols].reset_index(drop=True)
 
     @staticmethod
@@ -256,7 +261,7 @@ class FeedbackLog:
                           "rating": df["rating"]})
         g = x.groupby("route")
         out = pd.DataFrame({"answers": g.size(), "cached": g["cached"].sum(), "p50_ms": g["total"].median().round(0),
-                            "helpful_rate": g["rating"].apply(lambda r: (r.dropna() > 0).mean() if r.notna().any() else None)})
+                            "helpful_rate": g["rating"].apply(_helpful_rate)})
         return out.reset_index().sort_values("answers", ascending=False)[cols].reset_index(drop=True)
 
     @staticmethod

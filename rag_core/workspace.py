@@ -615,14 +615,13 @@ class Workspace:
                             fast_chat=self.fast_chat_model if self.chat_model is not None else None,
                             cache=self.answer_cache)
 
-    def _catalogue(self, kbs: list[KnowledgeBase], filters: SearchFilters) -> list:
+    def _catalogue(self, kbs: list[KnowledgeBase], filters: SearchFilters, versions: dict[str, int]) -> list:
         """The documents the planner may name for this question: those of these knowledge bases
         (already the caller's) that the filters let through, searchable or indexed. Each
         knowledge base's list is read from the registry once per content version (appdb), not
         per question."""
         from .generation.planner import CatalogueEntry
 
-        versions = self.appdb.content_versions([kb.kb_id for kb in kbs])
         out = []
         for kb in kbs:
             got = self._catalogues.get(kb.kb_id)
@@ -641,7 +640,7 @@ class Workspace:
         return out
 
     def _cache_key(self, kbs: list[KnowledgeBase], filters: SearchFilters, question: str, history, route,
-                   catalogue: list) -> str:
+                   versions: dict[str, int]) -> str:
         """The answer cache's key for this caller (answer_cache.py says what goes in)."""
         from dataclasses import asdict
 
@@ -673,7 +672,7 @@ class Workspace:
                       "after": filters.after, "before": filters.before, "tenant": filters.tenant},
             # what the caller can find there: the knowledge bases' content versions (any ingest,
             # delete, state, date, language or access change moves them) within the scope above
-            "content": self.appdb.content_versions(ids),
+            "content": versions,
             "learnt": learnt,
             "settings": self.settings.model_dump(mode="json", exclude=secret),
             "models": {"embedding": getattr(self.embedder, "model_id", "?"), "reader": self.answers.reader.sha256,
@@ -714,10 +713,11 @@ class Workspace:
         kbs = self.resolve_kbs(kb_names, caller=caller)
         filters = date_range(self.search_filters(kbs, doc_ids, caller=caller), after, before)
         history = list(history or [])
-        catalogue = self._catalogue(kbs, filters)
+        versions = self.appdb.content_versions([kb.kb_id for kb in kbs])  # read once: catalogue and key agree
+        catalogue = self._catalogue(kbs, filters, versions)
         key = None
         if self.settings.answer_cache and not no_cache and kbs:
-            key = self._cache_key(kbs, filters, question, history, route, catalogue)
+            key = self._cache_key(kbs, filters, question, history, route, versions)
         return AnswerRequest(question=question, kbs=kbs, filters=filters, history=history, catalogue=catalogue,
                              route=route, cache_key=key)
 

@@ -325,8 +325,8 @@ class AnswerEngine:
         if lookup and cat:
             named = mentioned(lookup, cat)
             lookup_doc = named[0] if named else None
-        route = self.planner.plan(turn.standalone, cat, override=req.route, lookup=lookup, lookup_doc=lookup_doc,
-                                  config=config, use_model=self._llm_ok(turn))
+        route = self.planner.plan(turn.standalone, cat, override=req.route, lookup_doc=lookup_doc, config=config,
+                                  use_model=self._llm_ok(turn))
         return _timed(replace(turn, route=route), plan=_ms(t))
 
     def _search(self, q: str, turn: Turn, config: RunnableConfig, query_vector=None) -> tuple[list[ScoredChunk], dict]:
@@ -558,21 +558,8 @@ class AnswerEngine:
         turn = _timed(turn, crag_rounds=rounds)
         if self._llm_ok(turn) and self.settings.llm_verify:
             claims, grounding, turn = self._llm_judge(turn, claims, sources, config)
-        kept = None
-        if any(kb.grounded_only for kb in turn.req.kbs):
-            kept = [c for c in claims if c.label != "unsupported"]
-            if kept and len(kept) < len(claims):
-                cited_by = {c.text: c.cited_by for c in claims}
-                draft = _keep_sentences(draft, {c.text for c in kept})
-                claims, grounding = self.verify.invoke((draft, sources, question), config)
-                for c in claims:
-                    c.cited_by = cited_by.get(c.text, "model" if c.cited else None)
-        res = resolve(draft, sources, snippets)
-        for c in claims:
-            c.cited = [res.mapping[n] for n in c.cited if n in res.mapping]
-            c.best_source = res.mapping.get(c.best_source) if c.best_source else None
-            if not c.cited:
-                c.cited_by = None  # its markers pointed at no passage: it cites nothing
+        draft, claims, grounding, kept = self._grounded_only(turn, draft, claims, grounding, sources, question, config)
+        res = _resolved(draft, sources, snippets, claims)
         # A document lookup ("show me the biography file") is answered by showing that document:
         # fully only when all of it is shown. An excerpt (cut by the context budget, or its
         # passages shortened) is scored like any answer: the reader's P(answers) on the text shown.
@@ -850,21 +837,10 @@ class AnswerEngine:
         yield AnswerEvent("status", CHECKING)
         t = time.perf_counter()
         draft, claims, grounding, auto_cited = self._checked(draft, sources, turn.standalone, config)
-        kept = None
-        if any(kb.grounded_only for kb in turn.req.kbs):  # as for any answer: unsupported sentences go
-            kept = [c for c in claims if c.label != "unsupported"]
-            if kept and len(kept) < len(claims):
-                cited_by = {c.text: c.cited_by for c in claims}
-                draft = _keep_sentences(draft, {c.text for c in kept})
-                claims, grounding = self.verify.invoke((draft, sources, turn.standalone), config)
-                for c in claims:
-                    c.cited_by = cited_by.get(c.text, "model" if c.cited else None)
-        res = resolve(draft, sources, snippets)
-        for c in claims:
-            c.cited = [res.mapping[n] for n in c.cited if n in res.mapping]
-            c.best_source = res.mapping.get(c.best_source) if c.best_source else None
-            if not c.cited:
-                c.cited_by = None
+        # as for any answer: grounded-only drops unsupported sentences
+        draft, claims, grounding, kept = self._grounded_only(turn, draft, claims, grounding, sources,
+                                                             turn.standalone, config)
+        res = _resolved(draft, sources, snippets, claims)
         if documents:
             cited_docs = {cit.doc_id for cit in res.citations}
             info = {**info, "documents_cited": sum(1 for d in documents if d.doc_id in cited_docs)}
@@ -974,6 +950,21 @@ class AnswerEngine:
                 sources[si] = replace(sources[si], chunk=wide)
         ex = self.extractive.compose(reading, ctx.sources, context)
         return ex.text, ex.snippets, ex.highlight, sources
+
+    def _grounded_only(self, turn: Turn, draft: str, claims: list[Claim], grounding: float,
+                       sources: list[ScoredChunk], question: str, config):
+        """Grounded-only knowledge bases: the answer without its unsupported sentences, verified
+        again (draft, claims, grounding, the claims kept; kept is None when not grounded-only)."""
+        if not any(kb.grounded_only for kb in turn.req.kbs):
+            return draft, claims, grounding, None
+        kept = [c for c in claims if c.label != "unsupported"]
+        if kept and len(kept) < len(claims):
+            cited_by = {c.text: c.cited_by for c in claims}
+            draft = _keep_sentences(draft, {c.text for c in kept})
+            claims, grounding = self.verify.invoke((draft, sources, question), config)
+            for c in claims:
+                c.cited_by = cited_by.get(c.text, "model" if c.cited else None)
+        return draft, claims, grounding, kept
 
     def _checked(self, draft: str, sources: list[ScoredChunk], question: str, config):
         """A written draft with its markers placed, uncited and mis-cited sentences cited
@@ -1126,6 +1117,18 @@ def _fix_citations(draft: str, claims: list[Claim]) -> tuple[str, set[str]]:
 
 COMPARE_PASSAGES = 3  # passages of each document a comparison reads on its topic
 _TAGS = re.compile(r"</?\s*(retrieved_context|source|notes|system|instructions?)\b[^>]*>", re.I)
+
+
+def _resolved(draft: str, sources: list[ScoredChunk], snippets, claims: list[Claim]):
+    """The draft's citations resolved to the sources, and each claim's markers renumbered to
+    match (a claim whose markers pointed at no passage cites nothing)."""
+    res = resolve(draft, sources, snippets)
+    for c in claims:
+        c.cited = [res.mapping[n] for n in c.cited if n in res.mapping]
+        c.best_source = res.mapping.get(c.best_source) if c.best_source else None
+        if not c.cited:
+            c.cited_by = None
+    return res
 
 
 def _renumber(text: str, n: int, offset: int) -> str:

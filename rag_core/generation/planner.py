@@ -209,8 +209,7 @@ _DEICTIC = re.compile(r"\b(this|these|the two|both|each|the whole|entire|dieses?
                       r"|この|これら|両方|这|这些", re.I)
 
 
-def rule_route(question: str, catalogue: list[CatalogueEntry], lookup: str | None = None,
-               lookup_doc: CatalogueEntry | None = None) -> Route:
+def rule_route(question: str, catalogue: list[CatalogueEntry], lookup_doc: CatalogueEntry | None = None) -> Route:
     """The offline decision: route words plus the documents named (or the scope, when it
     holds exactly the documents the question points at with "this" / "these two")."""
     if lookup_doc is None and not (_COMPARE.search(question) or _DOCUMENT.search(question) or _LIST.search(question)):
@@ -319,12 +318,11 @@ class Planner:
 
     llm: object | None = None
     prompt_documents: int = MAX_PROMPT_DOCUMENTS
-    last_error: str = field(default="", repr=False)
 
     def plan(self, question: str, catalogue: list[CatalogueEntry], *, override: str | None = None,
-             lookup: str | None = None, lookup_doc: CatalogueEntry | None = None, config=None,
+             lookup_doc: CatalogueEntry | None = None, config=None,
              use_model: bool = True) -> Route:
-        rules = rule_route(question, catalogue, lookup, lookup_doc)
+        rules = rule_route(question, catalogue, lookup_doc)
         if override:
             return self._override(override, rules, question, catalogue)
         if lookup_doc is not None:
