@@ -24,6 +24,8 @@ import unicodedata
 from collections import Counter
 from functools import lru_cache
 
+from .language import question_language
+from .stemmers import FOLDED, SNOWBALL  # noqa: F401 - SNOWBALL is read here and re-exported
 from .stopwords import STOPWORDS as _STOP_BY_LANG
 
 MAX_TERM_LEN = 40  # longer "words" are hashes, base64 or garbage; they only bloat the index
@@ -44,16 +46,6 @@ STOPWORDS = frozenset(
     all am any because before below between both during each few further just s t don now""".split()
 )
 
-SNOWBALL = {
-    "en": "english", "de": "german", "fr": "french", "es": "spanish", "it": "italian", "pt": "portuguese",
-    "nl": "dutch", "da": "danish", "sv": "swedish", "no": "norwegian", "fi": "finnish", "ru": "russian",
-    "hu": "hungarian", "ro": "romanian", "tr": "turkish", "ar": "arabic", "el": "greek", "ca": "catalan",
-    "eu": "basque", "id": "indonesian", "ga": "irish", "lt": "lithuanian", "ne": "nepali", "hi": "hindi",
-    "ta": "tamil", "hy": "armenian", "yi": "yiddish", "sr": "serbian", "cs": "czech", "pl": "polish",
-    "et": "estonian", "fa": "persian", "eo": "esperanto",
-}
-# Latin-script languages whose readers type without accents (module docstring).
-FOLDED = frozenset({"en", "de", "fr", "es", "it", "pt", "nl", "ca", "ro", "eu", "id", "ga"})
 
 
 @lru_cache(maxsize=64)
@@ -193,8 +185,6 @@ def query_languages(query: str, languages: tuple[str, ...] | list[str] = ()) -> 
     A question in one language then still meets documents indexed in another by the words
     both share (names, commands, cognates), and an English question over English documents
     is analysed exactly as before."""
-    from .language import question_language
-
     docs = [lang or "en" for lang in languages] or ["en"]
     own = question_language(query, docs[0])
     return list(dict.fromkeys([own, *docs]))[:4]

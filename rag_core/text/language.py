@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from .stemmers import SNOWBALL
+
 UNKNOWN = ""  # stored for a text too short or too unclear to tell
 MIN_PROB = 0.5  # below this a short text's detection is noise (module docstring)
 _SAMPLE_CHARS = 6000  # a document is judged on spread samples: detection cost stays flat with size
@@ -81,8 +83,6 @@ def question_language(question: str, prior: str = "en") -> str:
     guess is a language the app neither analyses nor speaks: on a short English question the
     model's runner-up guesses are English-like languages ("How do I run Maxima inside a Jupyter
     notebook?" → Nigerian Pidgin, p 0.52), and acting on one only loses the question's words."""
-    from .analysis import SNOWBALL
-
     lang = detect(question, prior)[0]
     if not lang or (lang != prior and lang not in SNOWBALL and lang not in NAMES):
         return prior
