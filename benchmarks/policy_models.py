@@ -35,7 +35,7 @@ from rag_core.access import Caller  # noqa: E402
 from rag_core.config import get_settings  # noqa: E402
 from rag_core.evaluation import percentile  # noqa: E402
 from rag_core.generation.calibrate import Replay  # noqa: E402
-from rag_core.generation.policy import policy_for  # noqa: E402
+from rag_core.generation.policy_choice import policy_for  # noqa: E402
 from rag_core.workspace import Workspace  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results"
@@ -96,7 +96,7 @@ def main() -> None:
         rows.append({"id": it["id"], "label": it["label"], "answerable": it["label"] == "answerable",
                      "correct": ok, "abstained": a.abstained,
                      "decided_by": a.decided_by, "evidence": a.signals.get("evidence"), "answers": a.signals.get("answers"),
-                     "mode": a.mode, "ttft_ms": round((first - t0) * 1000, 1) if first else None,
+                     "mode": a.mode, "signals": a.signals, "ttft_ms": round((first - t0) * 1000, 1) if first else None,
                      "total_ms": round(total, 1), "answer": a.text[:240]})
         print(json.dumps(rows[-1]), flush=True)
     ttft = [r["ttft_ms"] for r in rows if r["ttft_ms"] is not None]

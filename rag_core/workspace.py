@@ -645,7 +645,7 @@ class Workspace:
         from dataclasses import asdict
 
         from .answer_cache import cache_key, normalise_question
-        from .generation.policy import merged_choice, policy_for
+        from .generation.policy_choice import policy_for_kbs
 
         ids = [kb.kb_id for kb in kbs]
         if self.chat_model is None and history:
@@ -661,7 +661,7 @@ class Workspace:
                 "ORDER BY signal_id", ids)] if ids else []
         else:  # only the records that can reorder this question's passages (feedback_signals.py)
             learnt = self.signals.reaching(ids, question)
-        policy = policy_for(self.settings, merged_choice(kbs), llm=self.chat_model is not None)
+        policy = policy_for_kbs(self.settings, kbs, llm=self.chat_model is not None)
         secret = {"openai_api_key", "weaviate_api_key", "data_dir", "user", "groups", "tenant"}
         return cache_key({
             "question": normalise_question(question),
@@ -732,10 +732,10 @@ class Workspace:
     def answer_policy(self, *, caller: Caller, kb_names: list[str] | None = None) -> dict:
         """The answer policy in force (for these knowledge bases, when given), with its source,
         date and calibration figures in words: any signed-in caller may read it."""
-        from .generation.policy import merged_choice, policy_for
+        from .generation.policy_choice import policy_for_kbs
 
         kbs = self.resolve_kbs(kb_names, caller=caller) if kb_names else []
-        policy = policy_for(self.settings, merged_choice(kbs))
+        policy = policy_for_kbs(self.settings, kbs)
         return {**policy.describe(), "setting": self.settings.answer_policy,
                 "model": self.settings.llm_label if self.settings.llm_configured else "offline reader"}
 

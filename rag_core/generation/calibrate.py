@@ -8,16 +8,19 @@ and **no reader veto** (policy `model`, `answer_threshold` 0), so that each ques
 are all measured: the reader's evidence, the model's own verdict, the support of what it wrote
 and that text's P(answers). Rows are appended as they come (a stopped run resumes).
 
-The fit then replays every (evidence_min, written_min) pair on those rows: a question is
-answered when the fixed rules let it through (the model did not decline, some sentence is
-supported) and both readings reach their lines. It keeps the pair with the most correct
+The fit then replays every (evidence_min, written_min) pair on those rows through the policy's
+own code (`Replay`: each row's recorded signals asked of `AnswerPolicy.before_generation` and
+`AnswerPolicy.decide`, exactly as the answer path asks them), so a line is fitted to the rules
+that will apply it. Rows the reader answered because the model failed are left out: they say
+nothing about the model. It keeps the pair with the most correct
 answers among those that abstain on at least `target` of the near-misses (default 0.85) while
 keeping at least half of the right answers the model gives with no line (a line that reaches
 the target only by answering almost nothing is not a policy: then the usable pair that
 abstains most is kept, and `target_met` is false), and saves the frontier (the best
 correct-answer share at every abstention level). Offline, only the
-reader's evidence line is fitted. The result is stored per model (policy.model_key) and read by
-`policy_for` under `RAG_ANSWER_POLICY=auto`.
+reader's evidence line is fitted. The result is stored per model (policy_choice.model_key) with
+the fingerprint of what the rows depend on, and read by `policy_for` under
+`RAG_ANSWER_POLICY=auto` while that fingerprint holds (policy_choice.py).
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ from typing import Callable
 import numpy as np
 
 from ..evaluation import normalize_answer
-from .policy import model_key, policy_path, save_calibrated
+from .policy import AnswerPolicy, PolicyParams, Signals
+from .policy_choice import fingerprint, model_key, policy_path, save_calibrated
 
 SET_PATH = Path(__file__).with_name("calibration") / "calibration_set.jsonl"
 KB_NAME = "answer-policy-calibration"
@@ -70,39 +74,83 @@ def ordered(questions: list[dict], limit: int | None) -> list[dict]:
 
 
 def row_of(q: dict, answer) -> dict:
-    """One question's signals and whether what was shown is right (an answer holding a gold
-    answer and citing the gold document)."""
+    """One question's signals (all of them: the replay asks the policy with them) and whether
+    what was shown is right (an answer holding a gold answer and citing the gold document)."""
     sig = answer.signals or {}
     text = normalize_answer(answer.text)
     cites_gold = any(c.doc_id == q["doc"] for c in answer.citations)
     correct = (q["answerable"] and not answer.abstained and cites_gold
                and any(normalize_answer(x) and normalize_answer(x) in text for x in q["answers"]))
+    known = set(Signals.__dataclass_fields__)
     return {"id": q["id"], "answerable": q["answerable"], "abstained": answer.abstained,
             "decided_by": answer.decided_by, "evidence": sig.get("evidence", answer.evidence_score),
-            "answers": sig.get("answers"), "correct": bool(correct), "mode": answer.mode}
+            "answers": sig.get("answers"), "correct": bool(correct), "mode": answer.mode,
+            "signals": {k: v for k, v in sig.items() if k in known}}
 
 
 class Replay:
     """Recorded rows (each question asked once with no reader line) replayed under any pair of
-    lines: a question is shown when the fixed rules let it through (the model did not decline,
-    some sentence is supported, something was retrieved) and both readings reach their lines.
-    The calibration's fit and benchmarks/policy_models.py read every policy through this."""
+    lines through the policy's own code: a question is shown when `before_generation` lets it
+    through and `decide` shows it, as in the answer path. The gate reads `evidence_min` and
+    the decision `written_min` (PolicyParams), so each is asked once per line value and the
+    grid is their product; tests check this against asking every grid point. Rows the reader
+    answered for a failed model are left out (`fallbacks` counts them). The calibration's fit
+    and benchmarks/policy_models.py read every policy through this."""
 
     def __init__(self, rows: list[dict], llm: bool = True):
         self.llm = llm
-        self.ans = np.array([r["answerable"] for r in rows], dtype=bool)
-        self.correct = np.array([r["correct"] for r in rows], dtype=bool)
-        self.fixed = np.array([r["abstained"] for r in rows], dtype=bool)
-        self.ev = np.array([r["evidence"] if r["evidence"] is not None else 0.0 for r in rows], dtype=float)
-        self.aq = np.array([r["answers"] if r["answers"] is not None else 0.0 for r in rows], dtype=float)
+        ok = [r for r in rows if not (llm and _fell_back(r))]
+        self.fallbacks = len(rows) - len(ok)
+        self.rows = ok
+        self.ans = np.array([r["answerable"] for r in ok], dtype=bool)
+        self.correct = np.array([r["correct"] for r in ok], dtype=bool)
+        self.signals = [_signals_of(r, llm) for r in ok]
+        self._gate: dict[float, np.ndarray] = {}
+        self._decide: dict[float, np.ndarray] = {}
+
+    @staticmethod
+    def policy(evidence_min: float, written_min: float, llm: bool = True) -> AnswerPolicy:
+        return AnswerPolicy(PolicyParams("calibrated", evidence_min, written_min,
+                                         offline_min=evidence_min if not llm else 0.0, correct_below=0.0,
+                                         mode="llm" if llm else "extractive"))
+
+    def passes_gate(self, e: float) -> np.ndarray:
+        if e not in self._gate:
+            p = self.policy(e, 0.0, self.llm)
+            self._gate[e] = np.array([not p.before_generation(s).abstain and
+                                      (self.llm or not p.decide(s).abstain) for s in self.signals], dtype=bool)
+        return self._gate[e]
+
+    def passes_decision(self, w: float) -> np.ndarray:
+        if w not in self._decide:
+            p = self.policy(0.0, w, self.llm)
+            self._decide[w] = np.array([not p.decide(s).abstain for s in self.signals], dtype=bool)
+        return self._decide[w]
+
+    def shown(self, evidence_min: float, written_min: float) -> np.ndarray:
+        return self.passes_gate(evidence_min) & self.passes_decision(written_min)
 
     def at(self, evidence_min: float, written_min: float) -> tuple[float, float]:
         """(share of answerable questions answered correctly, share of the others declined)."""
-        shown = ~self.fixed & (self.ev >= evidence_min)
-        if self.llm and written_min > 0:
-            shown &= self.aq >= written_min
+        shown = self.shown(evidence_min, written_min)
         n_a, n_u = max(int(self.ans.sum()), 1), max(int((~self.ans).sum()), 1)
         return float((shown & self.correct & self.ans).sum() / n_a), float((~shown & ~self.ans).sum() / n_u)
+
+
+def _fell_back(row: dict) -> bool:
+    sig = row.get("signals") or {}
+    return row.get("mode") == "extractive" or bool(sig.get("fallback"))
+
+
+def _signals_of(row: dict, llm: bool) -> Signals:
+    """A row's signals. Rows from before signals were recorded whole carry only the figures and
+    the outcome: what the fixed rules did is rebuilt from the rule that decided."""
+    if row.get("signals"):
+        return Signals.from_record(row["signals"])
+    fixed = row["abstained"] and row.get("decided_by") not in ("reader", "written_answer_check")
+    return Signals("llm" if llm else "extractive", passages=1, evidence=row.get("evidence"),
+                   declined=True if fixed else None, drafted=True, labels=("supported",),
+                   answers=row.get("answers"))
 
 
 def fit(rows: list[dict], target: float, llm: bool) -> tuple[dict, dict, list[dict], bool]:
@@ -129,7 +177,8 @@ def fit(rows: list[dict], target: float, llm: bool) -> tuple[dict, dict, list[di
     params = {"evidence_min": best[0], "written_min": best[1]} if llm else {"offline_min": best[0], "evidence_min": best[0],
                                                                           "written_min": 0.0}
     figures = {"answerable_correct": round(best[2], 4), "unanswerable_abstained": round(best[3], 4),
-               "questions": len(rows), "target": target, "target_met": met}
+               "questions": len(replay.rows), "fallbacks_left_out": replay.fallbacks, "target": target,
+               "target_met": met}
     return params, figures, frontier, met
 
 
@@ -150,11 +199,12 @@ def calibrate(settings, open_set: Callable[..., Callable[[str], object]], *, lim
     docs, questions, sha = load_set(set_path)
     todo = ordered(questions, limit)
     rows_path = policy_path(settings.data_dir, key).with_suffix(".rows.jsonl")
+    fp = hashlib.sha256(json.dumps(fingerprint(settings, llm, sha), sort_keys=True).encode()).hexdigest()[:16]
     rows: dict[str, dict] = {}
     if rows_path.exists():
         for line in rows_path.read_text().splitlines():
             rec = json.loads(line)
-            if rec.get("set") == sha:
+            if rec.get("set") == sha and rec.get("fp") == fp:  # rows of other files or settings are stale
                 rows[rec["id"]] = rec
     left = [q for q in todo if q["id"] not in rows]
     if progress:
@@ -168,7 +218,7 @@ def calibrate(settings, open_set: Callable[..., Callable[[str], object]], *, lim
         try:
             with rows_path.open("a") as fh:
                 for i, q in enumerate(left, 1):
-                    rec = {**row_of(q, ask(q["question"])), "set": sha}
+                    rec = {**row_of(q, ask(q["question"])), "set": sha, "fp": fp}
                     rows[q["id"]] = rec
                     fh.write(json.dumps(rec) + "\n")
                     fh.flush()
@@ -179,5 +229,6 @@ def calibrate(settings, open_set: Callable[..., Callable[[str], object]], *, lim
     chosen = [rows[q["id"]] for q in todo]
     params, figures, frontier, met = fit(chosen, target, llm)
     path = save_calibrated(settings.data_dir, key, params, figures, frontier,
-                           {"set_sha256": sha, "limit": limit, "minutes": round((time.perf_counter() - t0) / 60, 2)})
+                           {"set_sha256": sha, "limit": limit, "minutes": round((time.perf_counter() - t0) / 60, 2),
+                            "fingerprint": fingerprint(settings, llm, sha)})
     return CalibrationRun(path, len(chosen), (time.perf_counter() - t0) / 60, params, figures, met)

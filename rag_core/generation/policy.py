@@ -1,43 +1,46 @@
 """The answer policy: the one place that decides whether an answer is shown, shown with some
 sentences flagged, or withheld (an abstention that lists the closest passages), and that
-records which signal decided (`decided_by`).
+records which rule decided (`decided_by`), what answered (`mode`) and why (`reason`).
 
-The chain gathers the signals and asks twice, because generating costs time:
+Every answer and every abstention leaves through this object, on every route (search,
+whole document, comparison, lookup). The answer path asks it twice, because generating
+costs time:
 
-- `before_generation`: is there anything to answer from (retrieval), does the reader veto
-  (its best sentence's evidence), did the model's relevance check say no;
-- `after_generation`: did the model decline, does any sentence of the written answer have
-  the support of its sources, does the written answer answer the question (P(answers) of
-  what was written), grounded-only;
+- `before_generation` (the gate): is there anything to answer from (retrieval), does the
+  reader veto (its best sentence's evidence), did the model's relevance check say no;
+- `decide` (after drafting and verifying): did nothing get written, did the model decline
+  (`model_declined`: the one rule for it), does an offline answer reach the reader's line
+  (also the reader's answer composed because the model failed), grounded-only, is any
+  sentence supported by its sources (`no supported sentence`: one rule for every route),
+  does the written answer answer the question (P(answers) of what the model wrote);
 
-and once more in between, `correct`: whether corrective retrieval should rewrite an answer.
+and once in between, `correct`: whether corrective retrieval should rewrite an answer.
 
 **The best judge present decides.** Offline the reader is the only judge: its evidence
-against `answer_threshold`. With a language model the reader's scores are signals (they
-choose and order the passages the model reads, flag sentences, are shown and logged) and a
-veto only where the policy in force says so:
+against `offline_min`. With a language model the reader's scores are signals (they choose
+and order the passages the model reads, flag sentences, are shown and logged) and a veto only
+where the policy in force says so:
 
-- `conservative`: the reader vetoes before generation (`answer_threshold`) and after it
-  (`llm_answer_threshold` on the written answer): the gates every version before this one ran.
+- `conservative`: the reader vetoes before generation (`evidence_min` = `answer_threshold`)
+  and after it (`written_min` = `llm_answer_threshold`, on the written answer).
 - `model`: the model's own verdict decides (it declined; the relevance check said no); the
-  reader only signals. Support verification still marks sentences and blocks an answer with
-  no supported sentence.
-- `auto` (default): the policy calibrated for the model in use (`python -m rag_core
-  calibrate`, stored per model in the data folder), else `conservative`, saying so.
+  reader only signals.
+- `auto` (default): the policy calibrated for the model in use when a usable calibration is
+  stored (policy_choice.py: made for these model files, prompts and settings, on at least
+  MIN_CALIBRATION_QUESTIONS questions, and it met its target), else `conservative`, saying
+  which and why.
 
-Support verification is not a policy choice: an answer in which no sentence is supported by
-its sources is never shown as an answer, under every policy.
+Under every policy, whatever the route: an answer in which no sentence is supported by its
+sources is never shown; a model's refusal is shown as a refusal; an answer the offline
+reader composed is held to the reader's line (also when it stands in for a model that
+failed), and records itself as the reader's (`mode` "extractive").
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
-import time
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Literal
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal
 
 POLICIES = ("auto", "conservative", "model")
 Action = Literal["proceed", "answer", "flag", "abstain"]
@@ -52,10 +55,10 @@ MODEL = "model"  # the model's written answer, shown
 WRITTEN = "written_answer_check"  # the reader's P(answers) of what the model wrote, below the policy's line
 VERIFICATION = "verification"  # no sentence of the answer is supported by its sources
 GROUNDED = "grounded_only"  # grounded-only: no supported sentence is left
-LOOKUP = "lookup"  # a whole-document lookup: shown as the document, never vetoed
+LOOKUP = "lookup"  # a whole-document lookup: shown as the document
 # The planner's whole-document and comparison routes (generation/planner.py): the answer reads
-# whole documents, so no sentence score of the reader's can say it answers nothing; they are
-# never vetoed, and withheld only when nothing could be read or written.
+# whole documents, so no sentence score of the reader's can say it answers nothing; the
+# reader's lines do not apply to them (verification and a model's refusal do).
 DOCUMENT = "document"
 COMPARE = "compare"
 # Offline, in a language the reader does not read: it judged nothing, so nothing is shown as
@@ -79,21 +82,40 @@ PLAIN = {
     COMPARE: "None of the documents to compare held a passage on the question.",
 }
 
+# The model's own "not in the sources" (rule 4 of the prompt, and the usual paraphrases), in
+# the languages the app speaks (the model answers in the question's).
+_NO_ANSWER = re.compile(
+    r"\b(i (do not|don't|cannot|can't) (have|find|see)|(is|are) not (mentioned|provided|stated|given|included|specified)"
+    r"|(do|does) not (contain|mention|provide|state|say|specify)|no (information|mention)|not enough information"
+    r"|cannot be (determined|answered|found))\b"
+    r"|keine (informationen|angaben)|nicht (erwähnt|enthalten|angegeben)|je n'ai pas d'information|aucune information"
+    r"|ne (mentionnent|contiennent|précisent) pas|no tengo información|no (mencionan|contienen|se menciona)"
+    r"|情報(は|が)(ありません|見つかりません)|記載(は|が)(ありません|されていません)|没有(相关)?(信息|提及)|未(提及|提供)", re.I)
+_CITED = re.compile(r"\[\d{1,3}\]")
+
+
+def model_declined(text: str) -> bool:
+    """The one "model declined" rule: the model wrote that the sources do not answer, and cited
+    nothing. (A refusal beside cited sentences is a partial answer: it is verified like any.)"""
+    return bool(_NO_ANSWER.search(text or "")) and not _CITED.search(text or "")
+
 
 @dataclass(frozen=True)
 class Signals:
-    """Everything the chain knows when it asks. None = not measured (the step did not run)."""
+    """Everything the answer path knows when it asks. None = not measured (the step did not run)."""
 
+    # Who answers: "llm" (the model writes) or "extractive" (the offline reader composes: no
+    # model configured, or the model failed and the reader stands in; then `fallback` says why).
     mode: Literal["llm", "extractive"]
     passages: int = 0  # retrieved passages
     dropped: int = 0  # candidate passages the knowledge bases' minimum relevance dropped
     min_relevance: float = 0.0  # that minimum
     evidence: float | None = None  # the reader's best selection score over the retrieved sentences
     lookup: bool = False  # a whole-document lookup
-    route: str = "search"  # the planner's route: "document" and "compare" are never vetoed
+    route: str = "search"  # the planner's route: "search", "document" or "compare"
     relevance: bool | None = None  # the model's relevance check: yes / no
-    declined: bool | None = None  # the model wrote "the sources do not answer" and cited nothing
-    drafted: bool = True  # a draft exists (offline: a sentence was found)
+    declined: bool | None = None  # model_declined() of what the model wrote
+    drafted: bool = True  # something was written (offline: a sentence was found)
     labels: tuple[str, ...] = ()  # support label per sentence of the written answer
     answers: float | None = None  # calibrated P(answers) of the written answer (its best sentence)
     grounded_only: bool = False
@@ -101,6 +123,24 @@ class Signals:
     # The reader reads the question's and the passages' language (English): otherwise its
     # evidence and P(answers) were not measured and must not decide anything.
     reader_reads: bool = True
+    fallback: str = ""  # why the reader answers although a model is configured ("" = it does not)
+    verified_by: str = "reader"  # who labelled the sentences: "reader", or "model" (the LLM judge relabelled)
+
+    def record(self) -> dict[str, Any]:
+        """Every field, JSON-safe and rounded: an answer's `signals`, a calibration row's replay input."""
+        out = asdict(self)
+        out["labels"] = list(self.labels)
+        for k in ("evidence", "answers"):
+            if out[k] is not None:
+                out[k] = round(float(out[k]), 4)
+        return out
+
+    @classmethod
+    def from_record(cls, rec: dict[str, Any]) -> Signals:
+        known = {f.name for f in fields(cls)}
+        d = {k: v for k, v in rec.items() if k in known}
+        d["labels"] = tuple(d.get("labels") or ())
+        return cls(**d)
 
 
 @dataclass(frozen=True)
@@ -109,6 +149,7 @@ class Decision:
     decided_by: str
     reason: str = ""  # plain words for a person (abstentions)
     detail: str = ""  # the figures behind it (JSON, logs, the details expander)
+    mode: str = "extractive"  # what answered, or would have: "llm" or "extractive"
 
     @property
     def abstain(self) -> bool:
@@ -121,12 +162,14 @@ class Decision:
 
 @dataclass(frozen=True)
 class PolicyParams:
-    """The numbers a policy applies. 0 switches a reader veto off."""
+    """The numbers a policy applies. 0 switches a reader veto off. The gate reads evidence_min
+    and offline_min, the decision written_min and offline_min (the calibration's replay relies
+    on which line each step reads: calibrate.Replay)."""
 
-    name: Literal["conservative", "model", "calibrated"]
+    name: str  # "conservative", "model", "calibrated", or "strictest" (several knowledge bases)
     evidence_min: float  # LLM mode: the reader's evidence needed before the model is asked
     written_min: float  # LLM mode: P(answers) of the written answer needed to show it
-    offline_min: float  # offline: the reader's evidence needed (the reader is the judge)
+    offline_min: float  # offline (and the reader's stand-in answer): the reader's evidence needed
     correct_below: float  # corrective retrieval when confidence is below this
     source: str = ""  # where the numbers come from, in words
     calibrated_at: str = ""  # ISO date of the calibration, when calibrated
@@ -135,7 +178,7 @@ class PolicyParams:
 
 
 class AnswerPolicy:
-    """Decides answer / flag / abstain from the signals; one instance per answer engine."""
+    """Decides answer / flag / abstain from the signals; one instance per question."""
 
     def __init__(self, params: PolicyParams):
         self.params = params
@@ -146,50 +189,62 @@ class AnswerPolicy:
 
     def before_generation(self, s: Signals) -> Decision:
         if s.route in (DOCUMENT, COMPARE):
-            return Decision("proceed", s.route)
+            return Decision("proceed", s.route, mode=s.mode)
         if s.lookup:
-            return Decision("proceed", LOOKUP)
+            return Decision("proceed", LOOKUP, mode=s.mode)
         if s.passages == 0 and s.dropped:
             return Decision("abstain", RETRIEVAL, "No passage reached the minimum relevance set on the knowledge base.",
-                            f"the minimum relevance ({s.min_relevance:.2f}) dropped all {s.dropped} candidate passage(s)")
+                            f"the minimum relevance ({s.min_relevance:.2f}) dropped all {s.dropped} candidate passage(s)",
+                            s.mode)
         if s.passages == 0:
-            return Decision("abstain", RETRIEVAL, PLAIN[RETRIEVAL])
+            return Decision("abstain", RETRIEVAL, PLAIN[RETRIEVAL], mode=s.mode)
+        reader_line = self._reader_line(s)
+        if reader_line is not None:
+            return reader_line
+        if s.relevance is False:
+            return Decision("abstain", RELEVANCE, PLAIN[RELEVANCE], "relevance check: no", s.mode)
+        return Decision("proceed", READER if s.mode == "extractive" else MODEL, mode=s.mode)
+
+    def decide(self, s: Signals) -> Decision:
+        """The decision on a draft: shown, shown with sentences flagged, or withheld."""
+        if not s.drafted:
+            rule = s.route if s.route in (DOCUMENT, COMPARE) else READER
+            detail = "nothing could be read for the request" if rule != READER else \
+                "no sentence of the matching passages was chosen"
+            return Decision("abstain", rule, PLAIN[rule], detail, s.mode)
+        if s.mode == "llm" and s.declined:
+            return Decision("abstain", DECLINED, PLAIN[DECLINED], "the model declined", s.mode)
+        reader_line = self._reader_line(s) if s.mode == "extractive" else None
+        if reader_line is not None:  # an offline answer, also the reader's stand-in for a failed model
+            return reader_line
+        if s.grounded_only and not s.kept:
+            return Decision("abstain", GROUNDED, PLAIN[GROUNDED], "grounded-only: no supported sentence", s.mode)
+        if "supported" not in s.labels:
+            return Decision("abstain", VERIFICATION, PLAIN[VERIFICATION],
+                            f"0 of {len(s.labels)} sentences supported by their sources", s.mode)
+        need = self.params.written_min
+        if (s.mode == "llm" and s.route == "search" and not s.lookup and need > 0 and s.answers is not None
+                and s.answers < need):
+            return Decision("abstain", WRITTEN, PLAIN[WRITTEN],
+                            f"P(answers) of the written answer {s.answers:.2f}, below the {need:.2f} the "
+                            f"{self._judge(s)} needs", s.mode)
+        who = (s.route if s.route in (DOCUMENT, COMPARE) else LOOKUP if s.lookup
+               else MODEL if s.mode == "llm" else READER)
+        flagged = any(x != "supported" for x in s.labels)
+        return Decision("flag" if flagged else "answer", who, mode=s.mode)
+
+    def _reader_line(self, s: Signals) -> Decision | None:
+        """The reader's veto on a search answer: offline its own line (always), with a model the
+        policy's evidence line (where it sets one)."""
+        if s.route in (DOCUMENT, COMPARE) or s.lookup:
+            return None
         if s.mode == "extractive" and not s.reader_reads:
-            return Decision("abstain", LANGUAGE, PLAIN[LANGUAGE], "the offline reader reads English only")
+            return Decision("abstain", LANGUAGE, PLAIN[LANGUAGE], "the offline reader reads English only", s.mode)
         need = self.params.offline_min if s.mode == "extractive" else self.params.evidence_min
         if s.evidence is not None and need > 0 and s.evidence < need:
             return Decision("abstain", READER, PLAIN[READER],
-                            f"reader evidence {s.evidence:.2f}, below the {need:.2f} the {self._judge(s)} needs")
-        if s.relevance is False:
-            return Decision("abstain", RELEVANCE, PLAIN[RELEVANCE], "relevance check: no")
-        return Decision("proceed", READER if s.mode == "extractive" else MODEL)
-
-    def after_generation(self, s: Signals) -> Decision:
-        if s.route in (DOCUMENT, COMPARE):
-            if not s.drafted:
-                return Decision("abstain", s.route, PLAIN[s.route], "nothing could be read for the request")
-            if s.grounded_only and s.labels and not s.kept:
-                return Decision("abstain", GROUNDED, PLAIN[GROUNDED], "grounded-only: no supported sentence")
-            return Decision("answer", s.route)
-        if s.lookup:
-            return Decision("answer", LOOKUP)
-        if not s.drafted:
-            return Decision("abstain", READER, PLAIN[READER], "no sentence of the matching passages was chosen")
-        if s.mode == "llm" and s.declined:
-            return Decision("abstain", DECLINED, PLAIN[DECLINED], "the model declined")
-        if s.grounded_only and s.labels and not s.kept:
-            return Decision("abstain", GROUNDED, PLAIN[GROUNDED], "grounded-only: no supported sentence")
-        if s.labels and "supported" not in s.labels:
-            return Decision("abstain", VERIFICATION, PLAIN[VERIFICATION],
-                            f"0 of {len(s.labels)} sentences supported by their sources")
-        need = self.params.written_min
-        if s.mode == "llm" and need > 0 and s.answers is not None and s.answers < need:
-            return Decision("abstain", WRITTEN, PLAIN[WRITTEN],
-                            f"P(answers) of the written answer {s.answers:.2f}, below the {need:.2f} the "
-                            f"{self._judge(s)} needs")
-        who = MODEL if s.mode == "llm" else READER
-        flagged = any(x != "supported" for x in s.labels)
-        return Decision("flag" if flagged else "answer", who)
+                            f"reader evidence {s.evidence:.2f}, below the {need:.2f} the {self._judge(s)} needs", s.mode)
+        return None
 
     def correct(self, confidence: float) -> bool:
         """Corrective retrieval: rewrite an LLM answer whose confidence is below the line."""
@@ -200,10 +255,25 @@ class AnswerPolicy:
 
     def describe(self) -> dict:
         """The policy in force, for the Knowledge bases page and `GET /v1/answer-policy`."""
-        p = self.params
-        out = asdict(p)
-        out["summary"] = summary(p)
+        out = asdict(self.params)
+        out["summary"] = summary(self.params)
         return out
+
+
+def strictest(policies: list[AnswerPolicy]) -> AnswerPolicy:
+    """Several knowledge bases asked together: every line at the strictest any of them sets, so
+    asking across them never loosens one's rule (each veto is `value < line`, so the highest
+    line of each abstains whenever any of the policies would)."""
+    if len(policies) == 1:
+        return policies[0]
+    ps = [p.params for p in policies]
+    names = sorted({p.name for p in ps})
+    if len(names) == 1 and len({(p.evidence_min, p.written_min, p.offline_min) for p in ps}) == 1:
+        return policies[0]
+    return AnswerPolicy(PolicyParams(
+        "strictest", max(p.evidence_min for p in ps), max(p.written_min for p in ps), max(p.offline_min for p in ps),
+        max(p.correct_below for p in ps), source="the strictest lines of the selected knowledge bases' policies ("
+        + ", ".join(names) + ")", mode=ps[0].mode))
 
 
 def summary(p: PolicyParams) -> str:
@@ -221,85 +291,10 @@ def summary(p: PolicyParams) -> str:
     if p.name == "model":
         return ("The language model's own verdict decides whether to answer; the reader's scores are shown and "
                 "flag sentences but do not veto. Answers with no supported sentence are still withheld.")
-    return ("Not calibrated for this model: the conservative gates apply (the reader must find an answering "
+    if p.name == "strictest":
+        return ("Several knowledge bases are asked together: each of the reader's lines is the strictest any of "
+                f"their policies sets ({p.source}).")
+    why = p.source if "ignored" in p.source else "Not calibrated for this model"
+    return (f"{why[0].upper() + why[1:]}: the conservative gates apply (the reader must find an answering "
             "sentence before the model is asked, and must confirm what the model wrote). Run "
             "`python -m rag_core calibrate` to fit the policy to the model in use.")
-
-
-# ---- which policy is in force ------------------------------------------------------------
-
-POLICY_DIR = "answer_policies"
-
-
-def model_key(settings, llm: bool | None = None) -> dict:
-    """What a calibration is for: the model that writes answers, where it is served, or the
-    offline reader. Two deployments of the same name at different endpoints are different.
-    `llm`: whether a model answers (default: whether the settings configure one)."""
-    if not (settings.llm_configured if llm is None else llm):
-        from ..reader import get_reader  # the reader is what judges offline
-        return {"mode": "extractive", "model": f"reader@{get_reader().sha256[:12]}", "endpoint": ""}
-    if settings.llm_gguf:
-        return {"mode": "llm", "model": Path(settings.llm_gguf).name, "endpoint": "local"}
-    return {"mode": "llm", "model": settings.llm_model,
-            "endpoint": settings.openai_base_url or ("https://api.openai.com/v1" if settings.openai_api_key else "")}
-
-
-def policy_path(data_dir: Path, key: dict) -> Path:
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{key['mode']}-{key['model']}")[:80]
-    h = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:10]
-    return Path(data_dir) / POLICY_DIR / f"{slug}-{h}.json"
-
-
-def load_calibrated(data_dir: Path, key: dict) -> dict | None:
-    path = policy_path(data_dir, key)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if data.get("key") == key and "params" in data else None
-
-
-def save_calibrated(data_dir: Path, key: dict, params: dict, figures: dict, frontier: list[dict], extra: dict) -> Path:
-    path = policy_path(data_dir, key)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"key": key, "params": params, "figures": figures, "frontier": frontier,
-                               "date": time.strftime("%Y-%m-%d"), **extra}, indent=1))
-    tmp.replace(path)
-    return path
-
-
-def policy_for(settings, choice: str | None = None, llm: bool | None = None) -> AnswerPolicy:
-    """The policy in force for these settings. `choice` (a knowledge base's setting) wins over
-    `settings.answer_policy`; unknown values read as auto. `llm` as for model_key."""
-    name = (choice or settings.answer_policy or "auto").lower()
-    key = model_key(settings, llm)
-    base = dict(offline_min=settings.answer_threshold, correct_below=settings.confidence_threshold, mode=key["mode"])
-    conservative = PolicyParams("conservative", settings.answer_threshold, settings.llm_answer_threshold,
-                                source="the conservative gates (shipped thresholds)", **base)
-    if name == "conservative":
-        return AnswerPolicy(conservative)
-    if name == "model":
-        return AnswerPolicy(PolicyParams("model", 0.0, 0.0, source="the model's own verdict (chosen by an administrator)",
-                                         **base))
-    cal = load_calibrated(settings.data_dir, key)
-    if cal is None:
-        return AnswerPolicy(PolicyParams(**{**asdict(conservative),
-                                            "source": "not calibrated for this model: the conservative gates"
-                                            if key["mode"] == "llm" else "the shipped reader line"}))
-    p = cal["params"]
-    offline = p.get("offline_min", settings.answer_threshold) if key["mode"] == "extractive" else settings.answer_threshold
-    return AnswerPolicy(PolicyParams(
-        "calibrated", float(p.get("evidence_min", 0.0)), float(p.get("written_min", 0.0)), float(offline),
-        settings.confidence_threshold, source=f"calibrated for {key['model']}", calibrated_at=cal.get("date", ""),
-        figures=cal.get("figures", {}), mode=key["mode"]))
-
-
-def merged_choice(kbs) -> str | None:
-    """A knowledge-base setting for the policy: one choice when the selected knowledge bases
-    agree, `conservative` when they differ (asking across them must not loosen any one's
-    rule), None when none sets it."""
-    chosen = {kb.retrieval.answer_policy for kb in kbs if getattr(kb.retrieval, "answer_policy", "")}
-    if not chosen:
-        return None
-    return chosen.pop() if len(chosen) == 1 else "conservative"

@@ -114,7 +114,8 @@ class Verifier:
     def _windows(sents: list[str]) -> list[str]:
         return sents + [f"{a} {b}" for a, b in zip(sents, sents[1:])]
 
-    def _support(self, claims: list[str], sources: list[str], question: str | None, titles: list[str]):
+    def _support(self, claims: list[str], sources: list[str], question: str | None, titles: list[str],
+                 leads: list[list[str]] | None = None):
         """(support[i, j] of claim i by source j — the reader's calibrated probability —,
         the evidence window that gave each entry, and for each fragment claim i the P(answers)
         of its evidence sentence in each source)."""
@@ -130,6 +131,9 @@ class Verifier:
         # (a leading "Never" must not be dropped).
         heads = [[quotation_key(h) + " " for h in {t, t.split(" — ")[0]} if h.strip()] if t else []
                  for t in titles]
+        for j, labels in enumerate(leads or []):  # an item's label: only that source's own, only as a lead
+            if j < len(heads):
+                heads[j] += [f"{dash}{quotation_key(x)}: " for x in labels if x.strip() for dash in ("- ", "")]
         sentences = [self._sentences(s) for s in sources]
         windows = [self._windows(sents) for sents in sentences]
         # the source's own sentences and lines (a bullet, a heading: no full stop to split on);
@@ -187,17 +191,20 @@ class Verifier:
         return support, evidence, answered
 
     def verify(self, answer: str, sources: list[str], question: str | None = None,
-               titles: list[str] | None = None) -> tuple[list[Claim], float]:
+               titles: list[str] | None = None, leads: list[list[str]] | None = None) -> tuple[list[Claim], float]:
         """Claims of an answer whose markers [n] refer to sources[n-1]; each is checked
         against what it cites, and against all sources (a claim citing the wrong passage
         is at best partial: the fact is there, the citation is not). With a question, each
-        claim also gets P(it answers the question) in `claim.answers`."""
+        claim also gets P(it answers the question) in `claim.answers`. `leads`: per source, the
+        labels an outline or comparison item puts before a sentence it copies from that source
+        ("- R-FAQ.pdf (2022-04-22): …"): our framing, not a claim, so the copy after it is
+        matched as a copy."""
         parts = split_claims(answer)
         if not parts:
             return [], 0.0
         texts = [p[0] for p in parts]
         titles = [t or "" for t in titles] if titles else [""] * len(sources)
-        support, best_win, fragments = self._support(texts, sources, question, titles)
+        support, best_win, fragments = self._support(texts, sources, question, titles, leads)
         claims = []
         for i, (text, cited) in enumerate(parts):
             valid = [n for n in cited if 1 <= n <= len(sources)]

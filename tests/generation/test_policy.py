@@ -9,7 +9,9 @@ import pytest
 from rag_core.config import get_settings
 from rag_core.generation import policy as P
 from rag_core.generation.calibrate import fit
-from rag_core.generation.policy import AnswerPolicy, PolicyParams, Signals, merged_choice, policy_for
+from rag_core.generation import policy_choice as PC
+from rag_core.generation.policy import AnswerPolicy, PolicyParams, Signals
+from rag_core.generation.policy_choice import policy_for, policy_for_kbs
 from rag_core.models import KnowledgeBase, RetrievalSettings
 
 CONSERVATIVE = AnswerPolicy(PolicyParams("conservative", 0.16, 0.50, offline_min=0.16, correct_below=0.68))
@@ -33,29 +35,32 @@ def test_the_reader_vetoes_a_model_only_where_the_policy_says_so():
     assert CONSERVATIVE.before_generation(weak).decided_by == P.READER
     assert not MODEL.before_generation(weak).abstain
     written = Signals("llm", passages=4, evidence=0.05, labels=("supported",), answers=0.2)
-    assert CONSERVATIVE.after_generation(written).decided_by == P.WRITTEN
-    shown = MODEL.after_generation(written)
+    assert CONSERVATIVE.decide(written).decided_by == P.WRITTEN
+    shown = MODEL.decide(written)
     assert shown.action == "answer" and shown.decided_by == P.MODEL
 
 
 def test_the_models_own_verdict_decides():
     assert MODEL.before_generation(Signals("llm", passages=4, relevance=False)).decided_by == P.RELEVANCE
-    d = MODEL.after_generation(Signals("llm", passages=4, declined=True))
+    d = MODEL.decide(Signals("llm", passages=4, declined=True))
     assert d.abstain and d.decided_by == P.DECLINED
 
 
 def test_an_answer_with_no_supported_sentence_is_never_shown():
     for policy in (CONSERVATIVE, MODEL):
-        d = policy.after_generation(Signals("llm", passages=4, labels=("unsupported", "partial"), answers=0.9))
+        d = policy.decide(Signals("llm", passages=4, labels=("unsupported", "partial"), answers=0.9))
         assert d.abstain and d.decided_by == P.VERIFICATION
-    flagged = MODEL.after_generation(Signals("llm", passages=4, labels=("supported", "unsupported"), answers=0.9))
+    flagged = MODEL.decide(Signals("llm", passages=4, labels=("supported", "unsupported"), answers=0.9))
     assert flagged.action == "flag" and flagged.decided_by == P.MODEL
 
 
 def test_grounded_only_and_lookups():
-    d = MODEL.after_generation(Signals("llm", passages=4, labels=("unsupported",), grounded_only=True, kept=0))
+    d = MODEL.decide(Signals("llm", passages=4, labels=("unsupported",), grounded_only=True, kept=0))
     assert d.abstain and d.decided_by == P.GROUNDED
-    assert MODEL.after_generation(Signals("llm", passages=4, lookup=True, labels=("unsupported",))).decided_by == P.LOOKUP
+    # a lookup shows the document's own sentences: decided as a lookup, held to the one
+    # "no supported sentence" rule like every route
+    assert MODEL.decide(Signals("llm", passages=4, lookup=True, labels=("unsupported", "supported"))).decided_by == P.LOOKUP
+    assert MODEL.decide(Signals("llm", passages=4, lookup=True, labels=("unsupported",))).decided_by == P.VERIFICATION
     assert CONSERVATIVE.before_generation(Signals("llm", passages=2, lookup=True, evidence=0.0)).action == "proceed"
 
 
@@ -70,9 +75,10 @@ def test_an_uncalibrated_model_runs_the_conservative_gates_and_says_so(tmp_path)
 
 def test_a_stored_calibration_is_the_models_own(tmp_path):
     s = get_settings(tmp_path, openai_base_url="http://127.0.0.1:9/v1", llm_model="m")
-    key = P.model_key(s)
-    P.save_calibrated(tmp_path, key, {"evidence_min": 0.0, "written_min": 0.3},
-                      {"answerable_correct": 0.8, "unanswerable_abstained": 0.9, "questions": 270}, [], {})
+    key = PC.model_key(s)
+    PC.save_calibrated(tmp_path, key, {"evidence_min": 0.0, "written_min": 0.3},
+                       {"answerable_correct": 0.8, "unanswerable_abstained": 0.9, "questions": 270, "target_met": True},
+                       [], {"fingerprint": PC.fingerprint(s)})
     p = policy_for(s)
     assert p.name == "calibrated" and p.params.written_min == 0.3 and p.params.evidence_min == 0.0
     assert "8 of 10" in p.describe()["summary"] and "9 of 10" in p.describe()["summary"]
@@ -82,11 +88,20 @@ def test_a_stored_calibration_is_the_models_own(tmp_path):
     assert policy_for(s, "conservative").name == "conservative"  # a knowledge base's choice wins
 
 
-def test_knowledge_bases_that_disagree_get_the_conservative_policy():
+def test_knowledge_bases_asked_together_get_the_strictest_of_their_policies(tmp_path):
+    s = get_settings(tmp_path, openai_base_url="http://127.0.0.1:9/v1", llm_model="m", answer_policy="model")
     kb = lambda p: KnowledgeBase(kb_id=p or "x", name=p or "x", retrieval=RetrievalSettings(answer_policy=p))  # noqa: E731
-    assert merged_choice([kb(""), kb("")]) is None
-    assert merged_choice([kb("model"), kb("")]) == "model"
-    assert merged_choice([kb("model"), kb("auto")]) == "conservative"
+    # a knowledge base without a setting follows the deployment's (here: model)
+    assert policy_for_kbs(s, [kb(""), kb("")]).name == "model"
+    # a "model" base asked with a "conservative" one: the conservative lines hold for both
+    both = policy_for_kbs(s, [kb("model"), kb("conservative")])
+    assert (both.params.evidence_min, both.params.written_min) == (s.answer_threshold, s.llm_answer_threshold)
+    weak = Signals("llm", passages=4, evidence=0.05)
+    assert both.before_generation(weak).decided_by == P.READER
+    assert not policy_for_kbs(s, [kb("model")]).before_generation(weak).abstain
+    # an unset base under a conservative deployment is not loosened by a "model" base beside it
+    c = get_settings(tmp_path, openai_base_url="http://127.0.0.1:9/v1", llm_model="m", answer_policy="conservative")
+    assert policy_for_kbs(c, [kb("model"), kb("")]).params.evidence_min == c.answer_threshold
 
 
 def _rows(spec):

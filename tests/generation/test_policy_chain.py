@@ -8,6 +8,7 @@ the policy file in the data folder."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 
@@ -117,7 +118,7 @@ def test_the_models_decline_decides_and_is_recorded(tmp_path, server, docs):
         ws.close()
 
 
-def test_calibrate_writes_a_policy_the_chain_then_uses(tmp_path, server, docs):
+def test_calibrate_writes_a_policy_the_chain_then_uses(tmp_path, server, docs, monkeypatch):
     # a tiny set in the shipped format: the model answers gold questions, declines the rest
     set_path = tmp_path / "set.jsonl"
     recs = [{"type": "doc", "id": "office", "title": "Office rules",
@@ -149,6 +150,16 @@ def test_calibrate_writes_a_policy_the_chain_then_uses(tmp_path, server, docs):
         # the perfect model declines by itself: no reader line is needed, and both right answers are kept
         assert run.params == {"evidence_min": 0.0, "written_min": 0.0}
         assert run.figures["answerable_correct"] == 1.0 and run.figures["unanswerable_abstained"] == 1.0
+        # four questions of a set that is not the shipped one: auto ignores it, and says why
+        shown = ws.answer_policy(caller=OP)
+        assert shown["name"] == "conservative" and "calibration ignored" in shown["source"]
+        assert "only 4 questions" in shown["source"] and "calibration set" in shown["source"]
+        assert "Calibration ignored" in shown["summary"]
+        # the same calibration where four questions of this set are enough: it decides
+        from rag_core.generation import policy_choice as PC
+
+        monkeypatch.setattr(PC, "MIN_CALIBRATION_QUESTIONS", 4)
+        monkeypatch.setattr(PC, "calibration_set_sha", lambda: hashlib.sha256(set_path.read_bytes()).hexdigest())
         shown = ws.answer_policy(caller=OP)
         assert shown["name"] == "calibrated" and "10 of 10" in shown["summary"]
         server.reader = Script({WORKDAY: RIGHT})

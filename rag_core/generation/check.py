@@ -1,0 +1,98 @@
+"""Verify: a draft's citations placed and its sentences checked against the sources they
+cite (grounding/verify.py), the LLM judge where switched on (recorded as the judge that
+labelled), and grounded-only filtering. The result (`Checked`) is what the policy reads and
+the answer shows; nothing here decides whether it is shown."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..grounding.citations import attach_markers
+from ..grounding.verify import answer_sentences, grounding_score, plain
+from ..models import Claim, ScoredChunk
+from .kit import Kit
+from .prompts import VERIFY_PROMPT, neutralise
+from .steps import Checked, Turn
+
+
+class Checker:
+    def __init__(self, kit: Kit, verify):
+        self.kit = kit
+        self.verify = verify  # the named runnable (draft, sources, question) -> (claims, grounding)
+
+    def check(self, text: str, sources: list[ScoredChunk], question: str, config,
+              leads: dict[int, list[str]] | None = None) -> Checked:
+        """A written draft with its markers placed, uncited and mis-cited sentences cited where
+        a passage supports them, and verified."""
+        leads = leads or {}
+        text = attach_markers(text)
+        claims, grounding = self.verify.invoke((text, sources, question, leads), config)
+        text, fixed = fix_citations(text, claims)
+        if fixed:
+            claims, grounding = self.verify.invoke((text, sources, question, leads), config)
+        for c in claims:  # who placed each citation: the writer of the draft, or this checker
+            c.cited_by = "checker" if c.text in fixed else "model" if c.cited else None
+        return Checked(text, sources, claims, grounding, len(fixed), leads=leads)
+
+    def grounded_only(self, turn: Turn, checked: Checked, question: str, config) -> Checked:
+        """Grounded-only knowledge bases: the answer without its unsupported sentences, verified
+        again (`kept` is the number of sentences left; None when not grounded-only)."""
+        if not any(kb.grounded_only for kb in turn.req.kbs):
+            return checked
+        kept = [c for c in checked.claims if c.label != "unsupported"]
+        if kept and len(kept) < len(checked.claims):
+            cited_by = {c.text: c.cited_by for c in checked.claims}
+            text = " ".join(s.strip() for s in answer_sentences(checked.text) if plain(s) in {c.text for c in kept})
+            claims, grounding = self.verify.invoke((text, checked.sources, question, checked.leads), config)
+            for c in claims:
+                c.cited_by = cited_by.get(c.text, "model" if c.cited else None)
+            checked = replace(checked, text=text, claims=claims, grounding=grounding)
+        return replace(checked, kept=len(kept))
+
+    def judge(self, turn: Turn, checked: Checked, config) -> tuple[Checked, Turn]:
+        """The LLM re-judges claims the offline verifier did not find supported; a relabelled
+        answer records the model as its judge (`verified_by`)."""
+        relabelled = False
+        for c in checked.claims:
+            if c.label == "supported" or not self.kit.llm_ok(turn):
+                continue
+            srcs = checked.sources
+            cited = [srcs[n - 1].chunk.text for n in c.cited if 1 <= n <= len(srcs)] or [s.chunk.text for s in srcs[:3]]
+            prompt = VERIFY_PROMPT.format(claim=neutralise(c.text), sources="\n\n".join(neutralise(t) for t in cited))
+            try:
+                verdict = self.kit.llm.invoke(prompt, config).strip().upper()
+            except Exception as exc:  # noqa: BLE001
+                turn = self.kit.failed(turn, exc)
+                break
+            for label, score in (("UNSUPPORTED", 0.1), ("PARTIAL", 0.5), ("SUPPORTED", 0.9)):
+                if verdict.startswith(label):
+                    relabelled |= c.label != label.lower()
+                    c.label, c.score = label.lower(), score
+                    break
+        if not relabelled:
+            return checked, turn
+        return replace(checked, grounding=grounding_score(checked.claims), verified_by="model"), turn
+
+
+def fix_citations(draft: str, claims: list[Claim]) -> tuple[str, set[str]]:
+    """Citations placed by the checker, not the model (small models forget markers, and
+    often cite [1] whatever the fact's passage):
+    - a sentence left uncited gets the passage the verifier found supporting it best;
+    - a sentence whose cited passages do not support it, while another passage does, cites
+      that passage instead.
+    Their labels are then judged against the new passage like any citation; an unsupported
+    sentence stays as it is (uncited, or with the model's citation, shown as unsupported).
+    Returns the draft and the sentences (marker-free text) whose citation the checker placed."""
+    new = {c.text: c.best_source for c in claims if not c.cited and c.best_source and c.label != "unsupported"}
+    new.update({c.text: c.supported_by for c in claims if c.cited and c.supported_by})
+    if not new:
+        return draft, set()
+    out, fixed = [], set()
+    for sent in answer_sentences(draft):
+        text = plain(sent)
+        if text in new:
+            end = text[-1] if text[-1:] in (".", "!", "?") else ""
+            sent = f"{text[:-1] if end else text} [{new[text]}]{end}"
+            fixed.add(text)
+        out.append(sent.strip())
+    return " ".join(out), fixed

@@ -1,0 +1,103 @@
+"""What the answer path's parts share: the stores and models, built once per engine, and the
+few things every part does with the language model (build its prompt, stream it, note that
+it failed). A part receives the kit; it never builds a model or an index itself.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterator
+
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages.utils import trim_messages
+from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+
+from ..config import Settings
+from ..models import ScoredChunk
+from ..text.tokens import count_tokens
+from .prompts import system_prompt, user_message
+from .steps import AnswerEvent, AnswerRequest, Turn
+
+_MARKER = re.compile(r"\s*\[\d{1,3}\]")
+_WORD = re.compile(r"\w", re.U)
+
+# Documents go in the human turn inside <retrieved_context>; the system turn holds only our
+# rules and the knowledge bases' instructions (prompts.py).
+PROMPT = ChatPromptTemplate.from_messages(
+    [("system", "{system}"), MessagesPlaceholder("history", optional=True), ("human", "{user}")])
+
+
+class EmptyCompletion(RuntimeError):
+    """The model's completion held no words (an empty stream, "...", markers alone). It is
+    treated as a failed call, not as an answer or a refusal: the reader stands in, held to its
+    own line, and the answer says the model gave nothing (`models["llm_error"]`)."""
+
+
+def no_words(text: str) -> bool:
+    return not _WORD.search(_MARKER.sub("", text or ""))
+
+
+@dataclass
+class Kit:
+    settings: Settings
+    store: Any
+    retrieval: Any  # retrieval.pipeline.RetrievalPipeline
+    retriever: Any  # retrieval.retriever.GroundworkRetriever
+    embedder: Any
+    reader: Any
+    extractive: Any  # extractive.ExtractiveAnswerer
+    verifier: Any  # grounding.verify.Verifier
+    llm: Any = None  # chat model | StrOutputParser, or None offline
+    fast: Any = None  # the fast model for the small steps (the answer model when none is set)
+    locate_page: Callable | None = None
+
+    @property
+    def generator(self):
+        return (PROMPT | self.llm).with_config(run_name="generate") if self.llm is not None else None
+
+    def llm_ok(self, turn: Turn) -> bool:
+        return self.llm is not None and "llm_error" not in turn.models
+
+    def failed(self, turn: Turn, exc: Exception) -> Turn:
+        """The LLM endpoint failed (timeout, connection, HTTP error, an empty completion): note
+        it; later LLM steps are skipped and the answer is composed offline."""
+        s = self.settings
+        where = s.llm_label if s.llm_gguf else (s.openai_base_url or "the OpenAI API")
+        what = "gave an empty answer" if isinstance(exc, EmptyCompletion) else f"did not answer ({type(exc).__name__})"
+        msg = f"The language model ({where}) {what}; this answer was composed offline from the sources instead."
+        return replace(turn, models={**turn.models, "llm_error": msg})
+
+    def history(self, req: AnswerRequest) -> list:
+        """Recent turns for the prompt, newest kept, within `llm_history_tokens`. Old answers'
+        [n] markers are dropped: they point at sources this prompt does not hold."""
+        msgs = [HumanMessage(text) if role == "user" else AIMessage(_MARKER.sub("", text))
+                for role, text in req.history if text]
+        if not msgs or self.settings.llm_history_tokens <= 0:
+            return []
+        return trim_messages(msgs, max_tokens=self.settings.llm_history_tokens, strategy="last",
+                             token_counter=lambda ms: sum(count_tokens(str(m.content)) + 4 for m in ms),
+                             start_on="human", include_system=False)
+
+    def prompt_value(self, turn: Turn, sources: list[ScoredChunk], task: str | None = None,
+                     reminder: str | None = None) -> dict:
+        user = user_message(turn.standalone, sources, turn.language, reminder)
+        return {"system": system_prompt(turn.req.kbs), "history": self.history(turn.req),
+                "user": f"{user}\n\n{task}" if task else user}
+
+    def write(self, turn: Turn, sources: list[ScoredChunk], config, reminder: str | None = None) -> Iterator[AnswerEvent]:
+        """Generator: the model writes over these sources, streaming tokens; returns the text.
+        Raises EmptyCompletion when it wrote no words (the caller handles it as a failure)."""
+        return (yield from self.stream_text(self.generator, self.prompt_value(turn, sources, reminder=reminder), config))
+
+    @staticmethod
+    def stream_text(runnable, value, config) -> Iterator[AnswerEvent]:
+        parts: list[str] = []
+        for piece in runnable.stream(value, config):
+            if piece:
+                parts.append(piece)
+                yield AnswerEvent("token", piece)
+        text = "".join(parts)
+        if no_words(text):
+            raise EmptyCompletion(repr(text[:40]))
+        return text

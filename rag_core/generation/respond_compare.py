@@ -1,0 +1,146 @@
+"""The comparison responder: several documents side by side. Each is searched on its own for
+what the question is about (or, when it names no topic, read through its most central
+passages); the draft says, per document, what each states, dated where the document has a
+date. With a model, one prompt over every document's passages; offline (or when the model
+fails), one item per document, or for two versions of one document the sentences that
+changed between them."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import replace
+from typing import Iterator
+
+import numpy as np
+
+from ..models import ScoredChunk
+from . import document_reader as docread
+from .extractive import cite, sentence_by_terms
+from .kit import Kit
+from .planner import CatalogueEntry, topic_terms
+from .policy import model_declined
+from .prompts import COMPARE_REMINDER
+from .respond_document import item_heading
+from .steps import AnswerEvent, Context, Draft, Turn, ms, reader_reads, timed
+
+COMPARE_PASSAGES = 3  # passages of each document a comparison reads on its topic
+
+
+def respond_compare(kit: Kit, ctx: Context, config) -> Iterator[AnswerEvent]:
+    """Generator: streams the draft; returns it."""
+    turn = ctx.turn
+    docs = list(turn.route.documents)
+    t = time.perf_counter()
+    topic = " ".join(topic_terms(turn.standalone, docs, turn.language))
+    per_doc = [(d, _passages(kit, turn, d, topic, len(docs))) for d in docs]
+    ctx = replace(ctx, turn=timed(turn, read_documents=ms(t)))
+    sources = [s for _, got in per_doc for s in got]
+    info = {"read": f"{len(docs)} documents, each " + (f"searched for {topic}" if topic else "through its most central passages"),
+            "documents": len(docs)}
+    if sources and kit.llm_ok(ctx.turn):
+        try:
+            text = yield from kit.write(ctx.turn, sources, config, reminder=COMPARE_REMINDER)
+            draft = Draft(ctx, text, sources, "llm", info=info, documents=docs)
+            if model_declined(text):  # the refusal is the model's; what each document says is offered
+                lines, used = _per_document(kit, ctx, per_doc, topic)
+                draft.offer = [(_said(line), src) for line, src in zip(lines, used)]
+            return draft
+        except Exception as exc:  # noqa: BLE001 - the offline comparison stands in
+            ctx = replace(ctx, turn=kit.failed(ctx.turn, exc))
+            yield AnswerEvent("notice", ctx.turn.models["llm_error"])
+            yield AnswerEvent("restart")
+    lines, used, leads = [], [], {}
+    if not topic and len(docs) == 2:
+        # two versions of one document ("what changed?"): the sentences that differ
+        lines, used, leads = changes(kit, docs)
+        if lines:
+            info = {**info, "read": "2 documents, sentence by sentence: what changed between them"}
+    if not lines:
+        lines, used = _per_document(kit, ctx, per_doc, topic)
+        leads = {n: [_lead(line)] for n, line in enumerate(lines, 1)}
+    for line in lines:
+        yield AnswerEvent("token", line + "\n")
+    return Draft(ctx, "\n".join(lines), used, "extractive", ctx.turn.models.get("llm_error", ""), info=info,
+                 documents=docs, leads=leads)
+
+
+def _passages(kit: Kit, turn: Turn, d: CatalogueEntry, topic: str, n_docs: int) -> list[ScoredChunk]:
+    if topic:
+        f = replace(turn.req.filters, kb_ids=[d.kb_id], doc_ids=[d.doc_id])
+        return kit.retrieval.run(topic, f, turn.settings, k=COMPARE_PASSAGES, lookup=False).results
+    chunks = kit.store.document_chunks(d.kb_id, d.doc_id)
+    budget = max(200, kit.settings.document_budget // max(n_docs, 1)) if kit.llm_ok(turn) else 600
+    return [ScoredChunk(c, 1.0, {"document": 1.0}) for c in
+            docread.central_chunks(chunks, budget, d.language or "en")[:COMPARE_PASSAGES]]
+
+
+def _per_document(kit: Kit, ctx: Context, per_doc, topic: str) -> tuple[list[str], list[ScoredChunk]]:
+    """Offline: one item per document, its sentence on the topic (the reader's choice where it
+    reads the language, else the one sharing most weighted terms), or its most central one."""
+    turn = ctx.turn
+    question = topic or turn.standalone
+    lines, used = [], []
+    for d, got in per_doc:
+        if not got:
+            continue
+        sentence, src = None, None
+        if reader_reads(replace(ctx, sources=got)) and topic:
+            reading = kit.extractive.read(question, got, max_passages=len(got))
+            if reading.cands:
+                si, _, text = reading.cands[int(np.argmax(reading.probs))]
+                sentence, src = text, got[si]
+        if sentence is None:
+            for s in got:
+                found = (sentence_by_terms(question, turn.language, s.chunk.text, s.chunk.language or "en",
+                                           kit.store.idf) if topic else None)
+                if found is None and not topic:
+                    central = docread.central_sentences([docread.Section(s.chunk.section, [s.chunk])],
+                                                        s.chunk.language or "en")[0]
+                    found = (0, central[0][0]) if central else None
+                if found is not None:
+                    sentence, src = found[1], s
+                    break
+        if sentence is None:
+            continue
+        used.append(src)
+        date = f" ({d.date})" if d.date else ""
+        lines.append(f"- {item_heading(d.source)}{date}: {cite(sentence, len(used))}")
+    return lines, used
+
+
+def changes(kit: Kit, docs: list[CatalogueEntry]) -> tuple[list[str], list[ScoredChunk], dict[int, list[str]]]:
+    """Offline "what changed": each changed, removed or added sentence under its document's name."""
+    a, b = (kit.store.document_chunks(d.kb_id, d.doc_id) for d in docs)
+    found = docread.changes(a, b, docs[0].language or "en", limit=kit.settings.outline_sections)
+    lines: list[str] = []
+    used: list[ScoredChunk] = []
+    pos: dict[str, int] = {}
+    leads: dict[int, list[str]] = {}
+
+    def item(d: CatalogueEntry, sc, only: bool = False) -> str:
+        sentence, chunk = sc
+        if chunk.chunk_id not in pos:
+            used.append(ScoredChunk(chunk, 1.0, {"document": 1.0}))
+            pos[chunk.chunk_id] = len(used)
+        date = f" ({d.date})" if d.date else ""
+        head = f"Only in {item_heading(d.source)}" if only else item_heading(d.source)
+        leads.setdefault(pos[chunk.chunk_id], []).append(f"{head}{date}")
+        return f"- {head}{date}: {cite(sentence, pos[chunk.chunk_id])}"
+
+    for old, new in found:
+        if old is not None:
+            lines.append(item(docs[0], old, only=new is None))
+        if new is not None:
+            lines.append(item(docs[1], new, only=old is None))
+    return lines, used, leads
+
+
+def _said(line: str) -> str:
+    """An item's sentence, without its "- name (date): " lead and its marker."""
+    return re.sub(r"\s*\[\d+\]\s*$", "", line.split(": ", 1)[-1])
+
+
+def _lead(line: str) -> str:
+    """An item's label: what stands between "- " and ": "."""
+    return line[2:].split(": ", 1)[0] if line.startswith("- ") and ": " in line else ""
