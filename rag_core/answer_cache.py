@@ -13,10 +13,16 @@ The key is everything an answer depends on (`cache_key`), hashed:
   not see one of its sources (a hidden knowledge base reads as missing before any lookup);
 - the feedback records that can reorder this question's passages (feedback_signals.reaching);
 - the settings and models (answer model, fast model, embedder, reader, answer policy in
-  force with its calibration), and CACHE_VERSION (bumped when answers change shape).
+  force with its calibration, local model files by size and date), CACHE_VERSION (bumped
+  when answers change shape), and the fingerprint of the answer path itself
+  (`answer_path_fingerprint`: every source and data file of the package, so an upgrade that
+  changes how answers are made, or a new reader scale in reader.json, misses).
 
 A stale entry is never invalidated in place: nothing can reach it once its key changed, and
-the least recently used entries beyond `answer_cache_entries` are deleted.
+the least recently used entries beyond `answer_cache_entries` are deleted. One thing does
+delete entries at once: a thumbs down saying an answer is wrong, or not in the documents
+(`evict_answer`): every entry serving that answer goes, whoever it would be served to, so a
+bad answer is computed afresh rather than repeated to everyone who asks.
 """
 
 from __future__ import annotations
@@ -27,12 +33,17 @@ import re
 import time
 import unicodedata
 from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from .db import Database
 from .models import Answer
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
+# Thumbs-down reasons (feedback.REASONS) that say the answer itself is bad: it is evicted.
+EVICTING_REASONS = ("wrong", "not in my documents")
+_PACKAGE = Path(__file__).resolve().parent
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS answer_cache (
@@ -54,10 +65,29 @@ def normalise_question(q: str) -> str:
     return _END.sub("", " ".join(q.split()))
 
 
+@lru_cache(maxsize=1)
+def answer_path_fingerprint(root: Path = _PACKAGE) -> str:
+    """sha256 over the package's code and data files (.py, .json: prompts, the reader's
+    calibration, the selection weights), by path and content; read once per process. The
+    reader's ONNX weights are keyed by their own checked digest (Workspace._cache_key)."""
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*")):
+        if f.suffix in (".py", ".json") and f.is_file() and "__pycache__" not in f.parts:
+            h.update(str(f.relative_to(root)).encode())
+            h.update(hashlib.sha256(f.read_bytes()).digest())
+    return h.hexdigest()
+
+
 def cache_key(parts: dict[str, Any]) -> str:
     """sha256 of the parts (JSON, keys sorted): the caller assembles them (Workspace)."""
-    raw = json.dumps({"v": CACHE_VERSION, **parts}, sort_keys=True, default=str, ensure_ascii=False)
+    raw = json.dumps({"v": CACHE_VERSION, "code": answer_path_fingerprint(), **parts}, sort_keys=True, default=str,
+                     ensure_ascii=False)
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+def answer_digest(text: str) -> str:
+    """What identifies an answer for eviction: its text, spaces normalised."""
+    return hashlib.sha256(" ".join((text or "").split()).encode("utf-8")).hexdigest()
 
 
 class AnswerCache:
@@ -65,6 +95,8 @@ class AnswerCache:
         self.db = db
         self.max_entries = max_entries
         db.executescript(SCHEMA)
+        db.add_columns("answer_cache", {"answer_sha": "TEXT"})  # before eviction by rating
+        db.executescript("CREATE INDEX IF NOT EXISTS answer_cache_sha ON answer_cache(answer_sha);")
         self._puts = 0
 
     def get(self, key: str) -> Answer | None:
@@ -84,8 +116,9 @@ class AnswerCache:
     def put(self, key: str, answer: Answer) -> None:
         now = time.time()
         with self.db.transaction() as c:
-            c.execute("INSERT OR REPLACE INTO answer_cache (key, answer, created, used, hits) VALUES (?,?,?,?,0)",
-                      (key, json.dumps(answer.to_dict(), ensure_ascii=False), now, now))
+            c.execute("INSERT OR REPLACE INTO answer_cache (key, answer, created, used, hits, answer_sha) "
+                      "VALUES (?,?,?,?,0,?)",
+                      (key, json.dumps(answer.to_dict(), ensure_ascii=False), now, now, answer_digest(answer.text)))
         self._puts += 1
         if self._puts % 50 == 1:
             self.evict()
@@ -100,6 +133,11 @@ class AnswerCache:
             c.execute("DELETE FROM answer_cache WHERE key IN (SELECT key FROM answer_cache ORDER BY used LIMIT ?)",
                       (extra,))
         return extra
+
+    def evict_answer(self, text: str) -> int:
+        """Delete every entry serving this answer (a thumbs down said it is wrong)."""
+        with self.db.transaction() as c:
+            return c.execute("DELETE FROM answer_cache WHERE answer_sha=?", (answer_digest(text),)).rowcount
 
     def clear(self) -> int:
         with self.db.transaction() as c:

@@ -290,7 +290,18 @@ class Workspace:
 
         self._maybe_purge()
         return CallerFeedback(self.feedback, caller, {kb.kb_id: kb.name for kb in self.list_kbs(caller=caller)},
-                              on_rated=self.signals.learn)
+                              on_rated=self._rated)
+
+    def _rated(self, query_id: str, rating: int, reason: str | None) -> None:
+        """After a rating: retrieval learns from it, and an answer rated wrong (or not in the
+        documents) leaves the answer cache for everyone it would be served to."""
+        from .answer_cache import EVICTING_REASONS
+
+        self.signals.learn(query_id, rating, reason)
+        if rating == -1 and reason in EVICTING_REASONS:
+            row = self.db.query_one("SELECT answer FROM queries WHERE query_id=?", (query_id,))
+            if row is not None:
+                self.answer_cache.evict_answer(row["answer"])
 
     def gap_report(self, frame=None, *, caller: Caller) -> dict:
         """What the knowledge bases are missing (rag_core/gaps.py), over the analytics frame this
@@ -676,7 +687,7 @@ class Workspace:
             "learnt": learnt,
             "settings": self.settings.model_dump(mode="json", exclude=secret),
             "models": {"embedding": getattr(self.embedder, "model_id", "?"), "reader": self.answers.reader.sha256,
-                       "policy": repr(policy.params)},
+                       "policy": repr(policy.params), "files": _model_files(self.settings)},
         })
 
     def cache_stats(self, *, caller: Caller) -> dict:
@@ -892,3 +903,18 @@ def _visible(doc: Document, f: SearchFilters) -> bool:
     if days is not None and not days[0] <= doc.doc_day <= days[1]:
         return False
     return f.doc_ids is None or doc.doc_id in f.doc_ids
+
+
+def _model_files(settings) -> dict:
+    """Local model files by size and modification time: a file replaced at the same path is
+    another model (the answer cache's key)."""
+    out = {}
+    for name in ("llm_gguf", "llm_fast_gguf"):
+        path = getattr(settings, name, None)
+        if path:
+            try:
+                st = Path(path).stat()
+                out[name] = [st.st_size, st.st_mtime_ns]
+            except OSError:
+                out[name] = None
+    return out

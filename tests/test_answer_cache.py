@@ -152,3 +152,50 @@ def test_cli_ask_reports_route_and_cached_and_no_cache(ws, tmp_path):
     assert [r["cached"] for r in rows] == [False, True] and {r["route"] for r in rows} == {"search"}
     assert run("--no-cache").returncode == 0
     assert [json.loads(x)["cached"] for x in out.read_text().splitlines()] == [False, False]
+
+
+def test_an_answer_rated_wrong_is_evicted_for_everyone_it_would_be_served_to(ws):
+    ws.update_kb("travel", caller=OP, acl_groups=["crew"])
+    a = ws.ask(["travel"], Q, caller=ALICE)
+    carol = Caller(user="carol", groups=frozenset({"crew"}))
+    assert ws.ask(["travel"], Q, caller=carol).cached  # same documents seen: the same entry
+    log = ws.feedback_for(caller=ALICE)
+    qid = log.log_answer(a, [ws.get_kb("travel", caller=OP).kb_id])
+    # a thumbs down that is not about the answer being wrong keeps it cached
+    log.rate(qid, -1, reason="incomplete")
+    assert ws.ask(["travel"], Q, caller=carol).cached
+    log.rate(qid, -1, reason="wrong")
+    again = ws.ask(["travel"], Q, caller=carol)  # another user, who would have been served it
+    assert not again.cached
+    log.rate(qid, -1, reason="not in my documents")  # the recomputed entry goes too
+    assert not ws.ask(["travel"], Q, caller=ALICE).cached
+
+
+def test_the_answer_path_fingerprint_is_in_the_key(tmp_path, monkeypatch):
+    from rag_core import answer_cache as AC
+
+    pkg = tmp_path / "pkg"
+    (pkg / "generation").mkdir(parents=True)
+    (pkg / "generation" / "policy.py").write_text("LINE = 0.16\n")
+    (pkg / "reader.json").write_text('{"a": 1}')
+    before = AC.answer_path_fingerprint.__wrapped__(pkg)
+    (pkg / "reader.json").write_text('{"a": 2}')  # a new reader scale
+    scale = AC.answer_path_fingerprint.__wrapped__(pkg)
+    (pkg / "generation" / "policy.py").write_text("LINE = 0.2\n")  # an upgrade of the code
+    code = AC.answer_path_fingerprint.__wrapped__(pkg)
+    assert len({before, scale, code}) == 3
+    # the same parts give another key once the fingerprint differs: an upgraded install misses
+    parts = {"question": "q"}
+    k1 = AC.cache_key(parts)
+    monkeypatch.setattr(AC, "answer_path_fingerprint", lambda: "upgraded")
+    assert AC.cache_key(parts) != k1
+
+
+def test_an_entry_from_before_an_upgrade_is_not_served(ws, monkeypatch):
+    from rag_core import answer_cache as AC
+
+    first = ws.ask(["travel"], Q, caller=OP)
+    assert ws.ask(["travel"], Q, caller=OP).cached
+    monkeypatch.setattr(AC, "answer_path_fingerprint", lambda: "the next version")
+    again = ws.ask(["travel"], Q, caller=OP)
+    assert not again.cached and again.text == first.text

@@ -91,10 +91,8 @@ def abstention(kit: Kit, ctx: Context, decision: Decision, sig: Signals, offer=(
 
 
 def _offered(n: int, sentence: str, src: ScoredChunk) -> Citation:
-    passage, highlight = passage_for(src.chunk.text, 0, sentence)
-    c = citation_for(n, src, highlight or sentence)
-    c.passage = passage or ""
-    return c
+    """An item offered beside a refusal: its sentence is the snippet the viewer highlights."""
+    return citation_for(n, src, sentence)
 
 
 def closest_passages(sources: list[ScoredChunk], reading: Reading | None, k: int, question: str = "",

@@ -41,8 +41,7 @@ def respond_document(kit: Kit, ctx: Context, config) -> Iterator[AnswerEvent]:
             ctx = replace(ctx, turn=timed(turn, read_document=ms(t)))
             draft = Draft(ctx, text, sources, "llm", info={"read": note, "sections": len(sources)})
             if model_declined(text):
-                offer, offer_sources, _info = outline(kit, turn, doc, chunks, lang)
-                draft.offer = _offered(offer, offer_sources)
+                draft.offer = outline(kit, turn, doc, chunks, lang)[2].get("items", [])
             return draft
         except Exception as exc:  # noqa: BLE001 - the model failed: the offline outline stands in
             turn = kit.failed(turn, exc)
@@ -52,18 +51,9 @@ def respond_document(kit: Kit, ctx: Context, config) -> Iterator[AnswerEvent]:
     ctx = replace(ctx, turn=timed(turn, read_document=ms(t)))
     for line in text.split("\n") if text else []:
         yield AnswerEvent("token", line + "\n")
+    info.pop("items", None)
     return Draft(ctx, text, sources, "extractive", turn.models.get("llm_error", ""), info=info,
                  leads=info.pop("leads", {}))
-
-
-def _offered(text: str, sources: list[ScoredChunk]) -> list[tuple[str, ScoredChunk]]:
-    """An outline's items as (sentence, passage) pairs, offered beside a refusal."""
-    out = []
-    for line in text.split("\n"):
-        m = re.search(r"\[(\d+)\]\s*$", line)
-        if m and 1 <= int(m.group(1)) <= len(sources):
-            out.append((re.sub(r"^- (?:[^:]{1,120}: )?|\s*\[\d+\]\s*$", "", line), sources[int(m.group(1)) - 1]))
-    return out
 
 
 def outline(kit: Kit, turn: Turn, doc: CatalogueEntry, chunks, lang: str):
@@ -102,6 +92,7 @@ def outline(kit: Kit, turn: Turn, doc: CatalogueEntry, chunks, lang: str):
     pos: dict[str, int] = {}
     lines = []
     leads: dict[int, list[str]] = {}
+    items: list[tuple[str, ScoredChunk]] = []  # (sentence, its passage): what a refusal offers
     for i, sentence, chunk in picks:
         if chunk.chunk_id not in pos:
             sources.append(ScoredChunk(chunk, 1.0, {"document": 1.0}))
@@ -111,12 +102,13 @@ def outline(kit: Kit, turn: Turn, doc: CatalogueEntry, chunks, lang: str):
         head = "" if secs[i].label else item_heading(secs[i].heading)
         if head:
             leads.setdefault(pos[chunk.chunk_id], []).append(head)
+        items.append((sentence, sources[pos[chunk.chunk_id] - 1]))
         lines.append(f"- {head}: {cite(sentence, pos[chunk.chunk_id])}" if head
                      else f"- {cite(sentence, pos[chunk.chunk_id])}")
     total = sum(s.tokens for s in secs) or 1
     covered = sum(secs[i].tokens for i in {p[0] for p in picks}) / total
     return "\n".join(lines), sources, {"read": how, "sections": len(secs), "coverage": round(covered, 4),
-                                       "leads": leads}
+                                       "leads": leads, "items": items}
 
 
 def read_with_model(kit: Kit, turn: Turn, doc: CatalogueEntry, chunks, config):
