@@ -153,3 +153,121 @@ def test_the_shipped_calibration_set_is_train_side_and_small():
 @pytest.mark.parametrize("name", P.POLICIES)
 def test_every_policy_name_is_a_setting(tmp_path, name):
     assert get_settings(tmp_path, answer_policy=name).answer_policy == name
+
+
+def _calibrate(tmp_path, s, fp=None, questions=270, met=True):
+    PC.save_calibrated(tmp_path, PC.model_key(s), {"evidence_min": 0.05, "written_min": 0.4},
+                       {"answerable_correct": 0.7, "unanswerable_abstained": 0.9, "questions": questions,
+                        "target_met": met}, [], {"fingerprint": fp if fp is not None else PC.fingerprint(s)})
+
+
+def test_auto_ignores_a_stale_tiny_or_target_missing_calibration_and_says_why(tmp_path):
+    s = get_settings(tmp_path, openai_base_url="http://127.0.0.1:9/v1", llm_model="m")
+    _calibrate(tmp_path, s)
+    assert policy_for(s).name == "calibrated"
+    stale = {**PC.fingerprint(s), "reader_scale": "0000"}  # made before reader.json moved the scale
+    _calibrate(tmp_path, s, fp=stale)
+    p = policy_for(s)
+    assert p.name == "conservative" and "stale" in p.params.source and "reader scale" in p.params.source
+    assert p.params.evidence_min == s.answer_threshold and "Calibration ignored" in p.describe()["summary"]
+    # the fast model that runs the relevance check, or a decision-changing setting, moved
+    assert policy_for(s.model_copy(update={"llm_fast_model": "small"})).name == "conservative"
+    _calibrate(tmp_path, s)
+    assert policy_for(s.model_copy(update={"llm_relevance_check": True})).name == "conservative"
+    _calibrate(tmp_path, s, questions=4)
+    assert "only 4 questions" in policy_for(s).params.source
+    _calibrate(tmp_path, s, met=False)
+    assert "missed its target" in policy_for(s).params.source
+
+
+def test_the_calibration_key_covers_what_moves_the_signals(tmp_path):
+    s = get_settings(tmp_path, openai_base_url="http://127.0.0.1:9/v1", llm_model="m")
+    fp = PC.fingerprint(s)
+    assert {"reader", "reader_scale", "selection", "prompts", "settings", "calibration_set", "fast_model"} <= set(fp)
+    assert PC.fingerprint(s.model_copy(update={"llm_crag": False})) != fp
+    assert PC.fingerprint(s, set_sha256="other") != fp
+
+
+def _signal_rows(n=40, seed=0):
+    """Rows as the calibration records them: full signals, some unmeasured (None), a document
+    route, a fallback to the reader, declines and unsupported answers."""
+    import random
+
+    rnd = random.Random(seed)
+    rows = []
+    for i in range(n):
+        answerable = i % 2 == 0
+        kind = rnd.choice(["plain", "plain", "plain", "none", "declined", "unsupported", "document", "fallback"])
+        sig = Signals("llm", passages=4, evidence=round(rnd.random(), 2), answers=round(rnd.random(), 2),
+                      labels=("supported",))
+        if kind == "none":
+            sig = Signals("llm", passages=4, evidence=None, answers=None, labels=("supported",))
+        elif kind == "declined":
+            sig = Signals("llm", passages=4, evidence=0.3, declined=True)
+        elif kind == "unsupported":
+            sig = Signals("llm", passages=4, evidence=0.9, answers=0.9, labels=("unsupported",))
+        elif kind == "document":
+            sig = Signals("llm", route="document", labels=("supported",))
+        elif kind == "fallback":
+            sig = Signals("extractive", passages=4, evidence=0.9, labels=("supported",), fallback="down")
+        rows.append({"id": str(i), "answerable": answerable, "correct": answerable and rnd.random() < 0.8,
+                     "abstained": False, "mode": sig.mode, "signals": sig.record(), "kind": kind})
+    return rows
+
+
+def test_the_replay_is_the_policys_own_code():
+    from rag_core.generation.calibrate import GRID, Replay
+
+    rows = _signal_rows()
+    replay = Replay(rows, llm=True)
+    assert replay.fallbacks == sum(r["kind"] == "fallback" for r in rows)  # left out: they say nothing of the model
+    kept = [r for r in rows if r["kind"] != "fallback"]
+    for e in GRID[::10]:
+        for w in GRID[::10]:
+            policy = Replay.policy(float(e), float(w))
+            brute = [not policy.before_generation(Signals.from_record(r["signals"])).abstain
+                     and not policy.decide(Signals.from_record(r["signals"])).abstain for r in kept]
+            assert replay.shown(float(e), float(w)).tolist() == brute
+    strict = replay.shown(0.99, 0.99)
+    kinds = [r["kind"] for r in kept]
+    # unmeasured signals are not a zero; a document is never vetoed by the reader's lines
+    assert all(strict[i] for i, k in enumerate(kinds) if k in ("none", "document"))
+    assert not any(strict[i] for i, k in enumerate(kinds) if k in ("declined", "unsupported"))
+
+
+def test_the_fit_finds_a_nonzero_line_on_recorded_signals():
+    from rag_core.generation.calibrate import fit
+
+    rows = []
+    for i in range(30):  # right answers read high on the written answer, near-misses low
+        rows.append({"answerable": True, "correct": True, "abstained": False, "mode": "llm",
+                     "signals": Signals("llm", passages=3, evidence=0.2, answers=0.6 + i / 100,
+                                        labels=("supported",)).record()})
+        rows.append({"answerable": False, "correct": False, "abstained": False, "mode": "llm",
+                     "signals": Signals("llm", passages=3, evidence=0.2, answers=0.1 + i / 100,
+                                        labels=("supported",)).record()})
+    params, fig, _, met = fit(rows, 0.9, llm=True)
+    assert met and 0.39 < params["written_min"] <= 0.6 and params["evidence_min"] == 0.0
+    assert fig["answerable_correct"] == 1.0 and fig["unanswerable_abstained"] >= 0.9
+    # the chain applies the fitted line: a written answer at 0.3 is withheld, at 0.7 shown
+    p = AnswerPolicy(PolicyParams("calibrated", params["evidence_min"], params["written_min"], 0.16, 0.68))
+    assert p.decide(Signals("llm", passages=3, labels=("supported",), answers=0.3)).decided_by == P.WRITTEN
+    assert not p.decide(Signals("llm", passages=3, labels=("supported",), answers=0.7)).abstain
+
+
+def test_one_rule_for_no_supported_sentence_and_one_for_a_decline_on_every_route():
+    for route in ("search", "document", "compare"):
+        for labels in ((), ("unsupported",), ("partial", "unsupported")):
+            d = MODEL.decide(Signals("llm", passages=2, route=route, labels=labels))
+            assert d.abstain and d.decided_by == P.VERIFICATION and d.mode == "llm"
+        d = CONSERVATIVE.decide(Signals("llm", route=route, declined=True, labels=("supported",)))
+        assert d.decided_by == P.DECLINED
+    assert P.model_declined("I don't have information about that in the selected knowledge bases.")
+    assert not P.model_declined("The sources do not mention a warranty, but descale it monthly [1].")
+
+
+def test_the_reader_standing_in_for_a_failed_model_is_held_to_its_line():
+    d = MODEL.decide(Signals("extractive", passages=3, evidence=0.05, labels=("supported",), fallback="timeout"))
+    assert d.abstain and d.decided_by == P.READER and d.mode == "extractive"
+    shown = MODEL.decide(Signals("extractive", passages=3, evidence=0.5, labels=("supported",), fallback="timeout"))
+    assert shown.action == "answer" and shown.decided_by == P.READER and shown.mode == "extractive"
