@@ -7,6 +7,7 @@ import json
 import streamlit as st
 
 from pages.common import caller, friendly_errors, kb_names, toast_and_rerun, workspace
+from rag_core.generation.policy_choice import MIN_CALIBRATION_QUESTIONS
 from rag_core.generation.prompts import system_prompt
 from rag_core.models import RetrievalSettings
 from rag_core.render import escape_md, saved_message
@@ -108,12 +109,13 @@ def calibration_panel() -> None:
         f = state["result"]["figures"]
         st.success(f"Calibrated on {f['questions']} questions: answers {f['answerable_correct']:.0%} of the answerable "
                    f"ones correctly, declines {f['unanswerable_abstained']:.0%} of the others.")
-    quick = st.checkbox("Quick pass (60 questions)", key="calibrate_quick")
+    quick = st.checkbox(f"Quick pass ({MIN_CALIBRATION_QUESTIONS} questions, the fewest auto will use)",
+                        key="calibrate_quick")
     if st.button("Calibrate for this model", key="calibrate_btn",
                  help="Runs the shipped calibration set (270 questions, half of them not answered by its documents) "
                  "through the model in use and fits when to answer. Minutes offline; longer with a local model."):
         with friendly_errors("Calibrating"):
-            ws.start_calibration(caller=me, limit=60 if quick else None)
+            ws.start_calibration(caller=me, limit=MIN_CALIBRATION_QUESTIONS if quick else None)
             st.rerun()
 
 
@@ -192,8 +194,10 @@ with st.form(f"edit_{kb.kb_id}"):
         "Answer policy", choices, index=choices.index(r.answer_policy if r.answer_policy in choices else ""),
         format_func=policy_names.get,
         help="Who decides whether an answer is shown. Offline the reader always decides. With a language model: "
-        "auto uses the policy calibrated for that model (else conservative); model lets a strong model decide, "
-        "with sentences the sources do not support still marked, and answers with no supported sentence withheld.")
+        "auto uses the policy calibrated for that model while the calibration still fits (same model files, prompts "
+        "and settings, enough questions, target met), else exactly conservative, and says which; model lets a strong "
+        "model decide, with sentences the sources do not support still marked, and answers with no supported "
+        "sentence withheld. Knowledge bases asked together get the strictest of their policies.")
     st.subheader("Access")
     if me.is_operator:
         st.caption(":material/info: No sign-in is configured, so in this app you are the operator and see every "

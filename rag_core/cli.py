@@ -301,8 +301,11 @@ def cmd_calibrate(args) -> int:
              f"near-miss declined {f['unanswerable_abstained']:.1%}"
              + ("" if run.target_met else f" (no policy reaches the {f['target']:.0%} target: the most declining one)")
              + f"\nstored in {run.path}")
+    now = ws.answer_policy(caller=caller)  # whether auto will use it (policy_choice.unusable says why not)
+    human += f"\nin force: {now['name']} ({now['source']})"
     _emit(args, {"path": str(run.path), "questions": run.rows, "minutes": round(run.minutes, 2),
-                 "params": run.params, "figures": f}, human)
+                 "params": run.params, "figures": f, "in_force": {"name": now["name"], "source": now["source"]}},
+          human)
     return 0
 
 

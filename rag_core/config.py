@@ -176,9 +176,12 @@ class Settings(BaseSettings):
     # because it judges a different text: what the model wrote, not a retrieved sentence.
     llm_answer_threshold: float = Field(default=0.50, ge=0.0, le=1.0)
     # Who decides whether an answer is shown (rag_core/generation/policy.py): "auto" = the policy
-    # calibrated for the model in use (`python -m rag_core calibrate`), else "conservative" (the
-    # two reader thresholds above, the gates of every earlier version); "model" = the language
-    # model's own verdict decides and the reader only signals. A knowledge base may set its own.
+    # calibrated for the model in use (`python -m rag_core calibrate`) while that calibration is
+    # usable (policy_choice.py: same model files, prompts and settings, >= 100 questions, target
+    # met), else exactly "conservative" (the two reader thresholds above), saying why; "model" =
+    # the language model's own verdict decides and the reader only signals. Under all three, an
+    # answer with no supported sentence is withheld and a model's refusal is shown as one. A
+    # knowledge base may set its own; several asked together get the strictest.
     answer_policy: Literal["auto", "conservative", "model"] = "auto"
     # Calibration keeps the most right answers among the policies that decline at least this
     # share of the calibration set's near-miss questions.
