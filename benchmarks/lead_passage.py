@@ -4,7 +4,7 @@ a blend of the reader's best P(answers) in each passage with the passage's retri
 Train side only: the shipped answer-policy calibration set (rag_core/generation/calibration,
 its 135 answerable questions, each with its gold document and answer strings), in the folder a
 `calibrate` run ingested it into. For every question the real retrieval and the real reader run
-once; each rule then picks the lead passage, and the passage shown (extractive.passage_for, in
+once; each rule then picks the lead passage, and the passage shown (passage.passage_for, in
 the document's text around the chunk as the chain reads it) is checked for a gold answer string
 of the gold document. A weight fitted here is what the product ships; the manuals benchmark
 (benchmarks/manual_questions.py --set v2) reports it out of sample.
@@ -26,7 +26,7 @@ from rag_core.access import Caller  # noqa: E402
 from rag_core.config import get_settings  # noqa: E402
 from rag_core.evaluation import normalize_answer  # noqa: E402
 from rag_core.generation.calibrate import KB_NAME, load_set  # noqa: E402
-from rag_core.generation.extractive import passage_for  # noqa: E402
+from rag_core.generation.passage import passage_for  # noqa: E402
 from rag_core.stores.adjacent import neighbours, widened  # noqa: E402
 from rag_core.workspace import Workspace  # noqa: E402
 

@@ -15,7 +15,7 @@ from ..retrieval.query import key_terms
 from ..text import messages
 from ..text.stopwords import STOPWORDS as STOPWORDS_BY_LANG
 from .extractive import Evidence as Reading
-from .extractive import passage_for, sentence_by_terms
+from .passage import passage_for, sentence_by_terms
 from .kit import Kit
 from .policy import LANGUAGE, PLAIN, Decision, Signals
 from .steps import Checked, Context, Draft, ms
@@ -100,11 +100,11 @@ def closest_passages(sources: list[ScoredChunk], reading: Reading | None, k: int
     """The passages that came nearest to answering, for an abstention: ranked by the reader's
     best P(answers) over each passage's sentences (retrieval order where it read none), each
     with the sentence it liked best as the snippet the viewer highlights and the paragraph,
-    list or code block around it as an offline answer would show it (extractive.passage_for).
+    list or code block around it as an offline answer would show it (passage.passage_for).
     A refusal with the answering passage in hand is then still useful: the person sees it,
     its best sentence marked, and judges. Where the reader read nothing (a language it does
     not read), retrieval's order stands and each passage's best sentence is the one sharing
-    the most weighted terms with the question (extractive.sentence_by_terms)."""
+    the most weighted terms with the question (passage.sentence_by_terms)."""
     if k <= 0 or not sources:
         return []
     best: dict[int, tuple[float, int, str]] = {}

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..models import ScoredChunk
 from . import document_reader as docread
-from .extractive import cite, sentence_by_terms
+from .passage import cite, sentence_by_terms
 from .kit import Kit
 from .planner import CatalogueEntry, topic_terms
 from .policy import model_declined

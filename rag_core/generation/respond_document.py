@@ -18,7 +18,7 @@ from ..text.analysis import analyze
 from ..text.language import name as language_name
 from ..text.tokens import count_tokens
 from . import document_reader as docread
-from .extractive import cite
+from .passage import cite
 from .kit import PROMPT, Kit
 from .planner import CatalogueEntry, topic_terms
 from .policy import model_declined

@@ -8,7 +8,7 @@ from typing import Iterator
 
 from ..grounding.verify import answer_sentences
 from ..models import ScoredChunk
-from .extractive import cite_each
+from .passage import cite_each
 from .steps import AnswerEvent, Context, Draft
 
 LOOKUP_PASSAGES = 8  # passages a whole-document lookup shows

@@ -19,7 +19,8 @@ from ..grounding.conflicts import ANSWERS_MIN, asked_kind, find_conflicts, value
 from ..grounding.verify import answer_sentences
 from ..models import ScoredChunk
 from ..stores.adjacent import neighbours, widened
-from .extractive import SELECTION_FEATURES, cite
+from .extractive import SELECTION_FEATURES
+from .passage import cite
 from .kit import Kit
 from .policy import model_declined
 from .steps import AnswerEvent, Context, Draft, ms, timed

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag_core.generation.extractive import MAX_PASSAGE_CHARS, answer_passage, cite_each
+from rag_core.generation.passage import MAX_PASSAGE_CHARS, answer_passage, cite_each
 from rag_core.grounding.verify import answer_sentences
 from rag_core.text.sentences import split_sentences, split_units
 
@@ -57,7 +57,7 @@ def test_a_code_block_is_one_unit_when_cited_and_verified():
 
 
 def test_the_citation_snippet_is_the_sources_own_words():
-    from rag_core.generation.extractive import _verbatim
+    from rag_core.generation.passage import verbatim as _verbatim
 
     text = "Steps:\n\n1. Start the program\n2. Quit with q()\n"
     p = answer_passage(text, _k(text, "Quit"))

@@ -7,7 +7,7 @@ import pytest
 
 from rag_core.access import Caller
 from rag_core.config import get_settings
-from rag_core.generation.extractive import answer_passage
+from rag_core.generation.passage import answer_passage
 from rag_core.render import answer_markdown
 from rag_core.workspace import Workspace
 
