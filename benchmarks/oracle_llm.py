@@ -55,7 +55,7 @@ from rag_core.generation.prompts import (  # noqa: E402
     ANSWER_REMINDER, CONDENSE_PROMPT, HYDE_PROMPT, RELEVANCE_TASK, VERIFY_PROMPT, neutralise)
 
 DECLINE = "I don't have information about that in the selected knowledge bases."
-MODES = ("perfect",)
+MODES = ("perfect", "realistic")
 
 # What tells the prompts apart (each is the prompt's own wording, taken from prompts.py where it lives there).
 _RELEVANCE_MARK = "Reply with one word: yes or no"
@@ -84,6 +84,13 @@ class Gold:
     files: set[str] = field(default_factory=set)
     pages: set[int] = field(default_factory=set)
     expect: list[str] = field(default_factory=list)
+    # realistic mode (benchmarks/data/paraphrase_harness/): the answer in the model's own words,
+    # an extra sentence it adds that no source states, and for a near-miss its confident answer
+    # from general knowledge and the sentence of the passage it cites for it
+    paraphrase: str = ""
+    extra: str = ""
+    confident: str = ""
+    cites: str = ""
 
     @property
     def manual(self) -> bool:
@@ -273,9 +280,26 @@ class OracleReader:
             ans = gold_answer(gold, file, first, last, text) if gold else None
             if ans:
                 found.append((sid, ans))
+        answer = with_marker(found[0][1], found[0][0]) if found else None
+        if self.mode == "realistic" and gold is not None:
+            answer = self._realistic(gold, found, sources)
         return {"question": question, "known": gold is not None, "shown": [int(s[0]) for s in sources],
-                "gold_ids": [int(s) for s, _ in found], "gold_shown": bool(found),
-                "_answer": with_marker(found[0][1], found[0][0]) if found else None}
+                "gold_ids": [int(s) for s, _ in found], "gold_shown": bool(found), "_answer": answer}
+
+    @staticmethod
+    def _realistic(gold: Gold, found, sources) -> str | None:
+        """A capable model that writes in its own words: the paraphrase (and its extra sentence)
+        citing the gold passage when one is shown; for a near-miss, its confident answer citing
+        the shown passage that holds the sentence it leans on (else the first shown)."""
+        if gold.confident:
+            n = next((sid for sid, _, _, _, text in sources if _ws(gold.cites) in _ws(text)),
+                     sources[0][0] if sources else None)
+            return None if n is None else " ".join(with_marker(x, n) for x in _sentences(gold.confident))
+        if not found or not gold.paraphrase:
+            return None
+        n = found[0][0]
+        said = _sentences(gold.paraphrase) + (_sentences(gold.extra) if gold.extra else [])
+        return " ".join(with_marker(x, n) for x in said)
 
     def reply(self, messages: list[dict]) -> _Reply:
         texts = [_content(m) for m in messages]
@@ -283,8 +307,9 @@ class OracleReader:
         user = next((t for t in reversed(users) if "<retrieved_context>" in t), users[-1] if users else "")
         if "<retrieved_context>" in user and _RELEVANCE_MARK in user:
             j = self._judge(user)
-            j.pop("_answer")
-            return _Reply("yes" if j["gold_shown"] else "no", "relevance", j)
+            said = j.pop("_answer")
+            yes = j["gold_shown"] or (self.mode == "realistic" and said is not None)  # it believes it knows
+            return _Reply("yes" if yes else "no", "relevance", j)
         if "<retrieved_context>" in user and ANSWER_REMINDER in user:
             j = self._judge(user)
             text = j.pop("_answer") or DECLINE

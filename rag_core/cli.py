@@ -497,8 +497,12 @@ def cmd_verify(args) -> int:
     from .grounding.verify import Verifier, answers_question, confidence, judged_score, split_claims
     from .reader import get_reader
 
+    from .embeddings import bundled_embedder
+    from .text.language import question_language
+
     rows = _read_jsonl(Path(args.pairs), "pairs")
-    verifier = Verifier(reader=get_reader())
+    # the bundled MiniLM reads what a written sentence means (grounding/verify.py meaning())
+    verifier = Verifier(reader=get_reader(), embed=bundled_embedder(_settings(args)).embed_array)
     with Path(args.out).open("w", encoding="utf-8") as fh:
         for n, rec in enumerate(rows, 1):
             if not isinstance(rec.get("answer"), str) or not isinstance(rec.get("sources"), list):
@@ -510,10 +514,12 @@ def cmd_verify(args) -> int:
             parts = split_claims(answer)
             if parts and sources and not any(1 <= n <= len(sources) for _, cited in parts for n in cited):
                 answer = _cite_all(answer, "".join(f"[{i}]" for i in range(1, len(sources) + 1)))
-            claims, supported = verifier.verify(answer, sources, question=question)
+            language = question_language(question or answer, "en")
+            claims, supported = verifier.verify(answer, sources, question=question, language=language)
             out = {"id": rec.get("id"), "grounding_score": judged_score(claims) if question else supported,
                    "supported": supported,
-                   "claims": [{"text": c.text, "label": c.label, "score": c.score, "answers": c.answers} for c in claims]}
+                   "claims": [{"text": c.text, "label": c.label, "score": c.score, "answers": c.answers,
+                               "missing": c.missing} for c in claims]}
             if question:
                 aq = answers_question(claims)
                 out.update(answers_question=aq, confidence=confidence(supported, aq))

@@ -245,6 +245,9 @@ class Claim:
     # cited a sentence left uncited, or moved a citation to the passage that supports it),
     # None (uncited). Logged with the query, so analytics can tell whether the model cites.
     cited_by: str | None = None
+    # Facts of the sentence (a number, code, name, frequency, negation) the passage it is judged
+    # against does not state (grounding/facts.py): why a fluent sentence reads unsupported.
+    missing: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

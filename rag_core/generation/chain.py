@@ -90,7 +90,8 @@ class AnswerEngine:
         fast = (fast_chat | StrOutputParser()).with_config(run_name="fast_model") if fast_chat is not None else llm
         self.kit = Kit(settings=settings, store=store, retrieval=retrieval, retriever=GroundworkRetriever(pipeline=retrieval),
                        embedder=embedder, reader=self.reader, extractive=self.extractive,
-                       verifier=Verifier(reader=self.reader, idf=idf), llm=llm, fast=fast, locate_page=locate_page)
+                       verifier=Verifier(reader=self.reader, idf=idf, embed=selection.embed_array), llm=llm, fast=fast,
+                       locate_page=locate_page)
         self.planner = Planner(llm=fast if settings.planner_asks_model else None)
         self.cache = cache  # answer_cache.AnswerCache, or None
         self.verify = RunnableLambda(self._verify_step, name="verify")
@@ -259,9 +260,10 @@ class AnswerEngine:
     def _verify_step(self, args):
         text, sources, question, *rest = args
         leads = rest[0] if rest else {}
+        language = question_language(question, (sources[0].chunk.language or "en") if sources else "en")
         return self.kit.verifier.verify(text, [s.chunk.text for s in sources], question=question,
                                         titles=[s.chunk.heading for s in sources],
-                                        leads=[leads.get(i, []) for i in range(1, len(sources) + 1)])
+                                        leads=[leads.get(i, []) for i in range(1, len(sources) + 1)], language=language)
 
 
 def _last(inputs):
