@@ -99,7 +99,7 @@ def judge(it: dict, a) -> dict:
     row = {"id": it["id"], "half": it["half"], "answerable": it["answerable"], "abstained": a.abstained,
            "correct": bool(correct), "grounding": a.grounding_score, "confidence": a.confidence,
            "decided_by": a.decided_by, "labels": labels, "mode": a.mode, "answer": a.text[:300],
-           "missing": [c.missing for c in a.claims]}
+           "missing": [getattr(c, "missing", []) for c in a.claims]}
     extra = it.get("extra")
     if it["answerable"] and extra and not a.abstained:
         key = normalize_answer(extra)[:40]
