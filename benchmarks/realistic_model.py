@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from collections import Counter
@@ -91,13 +92,17 @@ def golds(items: list[dict]) -> dict[str, Gold]:
 
 
 def judge(it: dict, a) -> dict:
-    text = normalize_answer(a.text)
+    text = normalize_answer(re.sub(r"\s*\[\d+\]", "", a.text))
     cites = any(c.doc_id == it["doc"] for c in a.citations)
+    # right: a gold answer in the text, or the harness's own paraphrase (written to keep the
+    # fact, in other words, so the gold string may not be in it verbatim)
+    said = normalize_answer(it.get("paraphrase") or "")[:60]
     correct = (it["answerable"] and not a.abstained and cites
-               and any(normalize_answer(x) and normalize_answer(x) in text for x in it["gold_answers"]))
+               and (any(normalize_answer(x) and normalize_answer(x) in text for x in it["gold_answers"])
+                    or (bool(said) and said in text)))
     labels = [c.label for c in a.claims]
     row = {"id": it["id"], "half": it["half"], "answerable": it["answerable"], "abstained": a.abstained,
-           "correct": bool(correct), "grounding": a.grounding_score, "confidence": a.confidence,
+           "correct": bool(correct), "cites_gold": cites, "grounding": a.grounding_score, "confidence": a.confidence,
            "decided_by": a.decided_by, "labels": labels, "mode": a.mode, "answer": a.text[:300],
            "missing": [getattr(c, "missing", []) for c in a.claims]}
     extra = it.get("extra")
