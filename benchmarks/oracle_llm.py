@@ -52,14 +52,15 @@ from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rag_core.generation.prompts import (  # noqa: E402
-    ANSWER_REMINDER, CONDENSE_PROMPT, HYDE_PROMPT, RELEVANCE_TASK, VERIFY_PROMPT, neutralise)
+    ANSWER_REMINDER, CONDENSE_PROMPT, HYDE_PROMPT, RELEVANCE_TASK, neutralise)
+from rag_core.generation.judge import JUDGE_PROMPT  # noqa: E402
 
 DECLINE = "I don't have information about that in the selected knowledge bases."
 MODES = ("perfect", "realistic")
 
 # What tells the prompts apart (each is the prompt's own wording, taken from prompts.py where it lives there).
 _RELEVANCE_MARK = "Reply with one word: yes or no"
-_VERIFY_MARK = VERIFY_PROMPT.split("\n", 1)[0].split(".")[0]  # "Decide whether the sources support the claim"
+_VERIFY_MARK = JUDGE_PROMPT.split("\n", 1)[0].split(".")[0]  # "Check each numbered sentence of an answer …"
 _CONDENSE_MARK = "rewrite the follow-up as one standalone question"
 _PARAPHRASE_MARK = "Write two alternative phrasings"  # rag_core/generation/chain.py: _paraphrases
 _HYDE_MARK = HYDE_PROMPT.split("(", 1)[0].strip()  # "Write a short passage"
@@ -329,18 +330,27 @@ class OracleReader:
         return _Reply(DECLINE, "other")
 
     def _verify(self, user: str) -> str:
-        m = re.search(r"<sources>\n(.*)\n</sources>\s*\n\s*Claim:(.*?)\n\s*Verdict:", user, re.S)
+        """The judge's JSON: a sentence is supported, quoting the source sentence it is in, when it
+        is verbatim in a source or holds a gold evidence sentence or answer that source holds."""
+        m = re.search(r"<sources>\n(.*)\n</sources>\s*<sentences>\n(.*)\n</sentences>", user, re.S)
         if not m:
-            return "UNSUPPORTED"
-        sources, claim = _loose(m.group(1)), _loose(m.group(2))
-        if claim and claim in sources:
-            return "SUPPORTED"
-        for g in self.golds.values():
-            for s in [*g.evidence, *g.answers, *g.expect]:
-                s = _loose(s)
-                if s and s in claim and s in sources:
-                    return "SUPPORTED"
-        return "UNSUPPORTED"
+            return "{}"
+        srcs = {int(k): t for k, t in re.findall(r"^\[(\d+)\] (.*?)(?=^\[\d+\] |\Z)", m.group(1), re.S | re.M)}
+        out = []
+        for k, sent in re.findall(r"^(\d+)\. (.*)$", m.group(2), re.M):
+            claim = _loose(re.sub(r" \(cites [\d, ]+\)$", "", sent))
+            verdict = {"n": int(k), "verdict": "unsupported"}
+            for n, text in srcs.items():
+                held = claim and claim in _loose(text)
+                held = held or any((e := _loose(x)) and e in claim and e in _loose(text)
+                                   for g in self.golds.values() for x in [*g.evidence, *g.answers, *g.expect])
+                if held:
+                    quote = next((x for x in _sentences(text) if _loose(x) and (_loose(x) in claim or claim in _loose(x))),
+                                 _sentences(text)[0] if _sentences(text) else "")
+                    verdict = {"n": int(k), "verdict": "supported", "source": n, "quote": quote}
+                    break
+            out.append(verdict)
+        return json.dumps({"verdicts": out})
 
 
 def _content(message: dict) -> str:

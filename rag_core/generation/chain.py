@@ -233,7 +233,7 @@ class AnswerEngine:
         checked = self.checker.check(draft.text, draft.sources, question, config, draft.leads)
         checked, turn = yield from correct(self.kit, self.checker, draft, checked, config)
         if draft.mode == "llm" and self.kit.llm_ok(turn) and self.settings.llm_verify:
-            checked, turn = self.checker.judge(turn, checked, config)
+            checked, turn = self.checker.judge(turn, checked, config, question_language(question, turn.language))
         checked = self.checker.grounded_only(turn, checked, question, config)
         draft = replace(draft, ctx=replace(ctx, turn=timed(turn, verify=ms(t))), sources=checked.sources)
         aq = self._answers(draft, checked)

@@ -11,7 +11,7 @@ from ..grounding.citations import attach_markers
 from ..grounding.verify import answer_sentences, grounding_score, plain
 from ..models import Claim, ScoredChunk
 from .kit import Kit
-from .prompts import VERIFY_PROMPT, neutralise
+from .judge import judge as model_judge
 from .steps import Checked, Turn
 
 
@@ -49,29 +49,19 @@ class Checker:
             checked = replace(checked, text=text, claims=claims, grounding=grounding)
         return replace(checked, kept=len(kept))
 
-    def judge(self, turn: Turn, checked: Checked, config) -> tuple[Checked, Turn]:
-        """The LLM re-judges claims the offline verifier did not find supported; a relabelled
-        answer records the model as its judge (`verified_by`)."""
-        relabelled = False
-        for c in checked.claims:
-            if c.label == "supported" or not self.kit.llm_ok(turn):
-                continue
-            srcs = checked.sources
-            cited = [srcs[n - 1].chunk.text for n in c.cited if 1 <= n <= len(srcs)] or [s.chunk.text for s in srcs[:3]]
-            prompt = VERIFY_PROMPT.format(claim=neutralise(c.text), sources="\n\n".join(neutralise(t) for t in cited))
-            try:
-                verdict = self.kit.llm.invoke(prompt, config).strip().upper()
-            except Exception as exc:  # noqa: BLE001
-                turn = self.kit.failed(turn, exc)
-                break
-            for label, score in (("UNSUPPORTED", 0.1), ("PARTIAL", 0.5), ("SUPPORTED", 0.9)):
-                if verdict.startswith(label):
-                    relabelled |= c.label != label.lower()
-                    c.label, c.score = label.lower(), score
-                    break
-        if not relabelled:
-            return checked, turn
-        return replace(checked, grounding=grounding_score(checked.claims), verified_by="model"), turn
+    def judge(self, turn: Turn, checked: Checked, config, language: str = "en") -> tuple[Checked, Turn]:
+        """The model checks every sentence against its sources in one structured call (judge.py);
+        the verdicts that hold up replace the local labels, and the answer records who judged."""
+        try:
+            got = model_judge(self.kit.llm, checked.claims, checked.sources, config, language)
+        except Exception as exc:  # noqa: BLE001 - the endpoint failed: the local check stands
+            return checked, self.kit.failed(turn, exc)
+        if got is None:
+            return replace(checked, verified_by="reader (judge reply unusable)"), turn
+        if not got.used:
+            return replace(checked, verified_by=f"reader ({got.note})"), turn
+        return replace(checked, claims=got.claims, grounding=grounding_score(got.claims),
+                       verified_by=f"model ({got.note})"), turn
 
 
 def fix_citations(draft: str, claims: list[Claim]) -> tuple[str, set[str]]:

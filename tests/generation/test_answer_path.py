@@ -28,15 +28,15 @@ SUMMARY = "Summarize kettle.md"
 
 
 class Script:
-    """Replies by question (the last "Question: …" of the prompt); verification prompts get
-    `verdict`, relevance checks "yes"."""
+    """Replies by question (the last "Question: …" of the prompt); the judge's prompt gets
+    `verdict` (its whole reply), relevance checks "yes"."""
 
-    def __init__(self, answers: dict[str, str], verdict: str = "UNSUPPORTED"):
+    def __init__(self, answers: dict[str, str], verdict: str = "{}"):
         self.answers, self.verdict = answers, verdict
 
     def reply(self, messages):
         text = "\n".join(m.get("content") if isinstance(m.get("content"), str) else "" for m in messages)
-        if "Verdict:" in text:
+        if "<sentences>" in text:
             return _Reply(self.verdict, "verify")
         if "yes or no" in text:
             return _Reply("yes", "relevance")
@@ -162,17 +162,32 @@ def test_decided_by_and_mode_on_each_path(tmp_path, server, docs):
             w.close()
 
 
-def test_the_llm_judges_relabelling_is_recorded_as_the_models(tmp_path, server, docs):
-    server.reader = Script({DESCALE: "Descale the kettle monthly with white vinegar [1]. "
-                                     "Kettles should be replaced every ten years [1]."}, verdict="SUPPORTED")
+def test_the_model_judges_in_one_structured_call_validated_and_recorded(tmp_path, server, docs):
+    said = "Descale the kettle monthly with white vinegar [1]. Rinse the kettle two times after descaling [1]."
+    server.reader = Script({DESCALE: said})
     ws = workspace(tmp_path, docs, server.base_url, answer_policy="model", llm_verify=True)
     try:
-        a = ws.ask(["k"], DESCALE, caller=OP)
-        assert not a.abstained and a.signals["verified_by"] == "model"
-        server.reader = Script(server.reader.answers, verdict="UNSUPPORTED")
+        local = ws.ask(["k"], DESCALE, caller=OP, no_cache=True)  # the reply "{}" is unusable: local labels stand
+        assert local.signals["verified_by"] == "reader (judge reply unusable)"
+        calls = len(server.calls)
+        good = ('{"verdicts": [{"n": 1, "verdict": "supported", "source": 1, "quote": "Descale the kettle monthly '
+                'with white vinegar."}, {"n": 2, "verdict": "supported", "source": 1, "quote": "Rinse it twice '
+                'afterwards."}]}')
+        server.reader = Script({DESCALE: said}, verdict=good)
+        a = ws.ask(["k"], DESCALE, caller=OP, no_cache=True)
+        assert a.signals["verified_by"].startswith("model") and not a.abstained
+        assert [c.label for c in a.claims] == ["supported", "supported"]  # the paraphrase, on the model's word
+        judge_calls = [c for c in server.calls[calls:] if c["kind"] == "verify"]
+        assert len(judge_calls) == 1  # one call for the whole answer
+        # a quote that is not in the cited passage is rejected; a fact the passage lacks vetoes
+        bad = ('{"verdicts": [{"n": 1, "verdict": "supported", "source": 1, "quote": "Descale it with lemon juice."},'
+               ' {"n": 2, "verdict": "supported", "source": 1, "quote": "Rinse it twice afterwards."}]}')
+        server.reader = Script({DESCALE: "Descale the kettle weekly with white vinegar [1]. "
+                                         "Rinse the kettle two times after descaling [1]."}, verdict=bad)
         b = ws.ask(["k"], DESCALE, caller=OP, no_cache=True)
-        assert b.signals["verified_by"] == "reader"  # the judge agreed: nothing relabelled
-        assert any(c.label != "supported" for c in b.claims)
+        assert not b.abstained and "1 verdict(s) rejected" in b.signals["verified_by"]
+        assert b.claims[0].label == "unsupported" and b.claims[0].missing == ["frequency: weekly"]
+        assert b.claims[1].label == "supported"
     finally:
         ws.close()
 

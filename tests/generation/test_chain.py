@@ -295,11 +295,14 @@ def test_hyde_and_multi_query_feed_retrieval(ws):
 
 
 def test_llm_verification_overrides_offline_labels(ws):
-    chat = FakeListChatModel(responses=["Paris is where the French government sits [1].", "SUPPORTED"])
+    verdict = ('{"verdicts": [{"n": 1, "verdict": "supported", "source": 1, '
+               '"quote": "Paris is the capital of France."}]}')
+    chat = FakeListChatModel(responses=["France is governed from Paris, its capital city [1].", verdict])
     # the answer check is off: this is about the judge relabelling a paraphrase
     a = engine_with(ws, chat, llm_verify=True, llm_answer_threshold=0.0).answer(
         ws.answer_request(["facts"], "What is the capital of France?", caller=OP))
     assert a.claims[0].label == "supported" and a.grounding_score == 1.0
+    assert a.signals["verified_by"].startswith("model")
 
 
 def test_corrective_retrieval_regenerates_when_confidence_is_low(ws):
