@@ -195,7 +195,9 @@ with st.form(f"edit_{kb.kb_id}"):
         format_func=policy_names.get,
         help="Who decides whether an answer is shown. Offline the reader always decides. With a language model: "
         "auto uses the policy calibrated for that model while the calibration still fits (same model files, prompts "
-        "and settings, enough questions, target met), else exactly conservative, and says which; model lets a strong "
+        "and settings, enough questions, target met); uncalibrated, a model behind an endpoint decides by its own "
+        "verdict (measured best on a paraphrasing model) and a local model file keeps the conservative gates; it "
+        "always says which. model lets a strong "
         "model decide, with sentences the sources do not support still marked, and answers with no supported "
         "sentence withheld. Knowledge bases asked together get the strictest of their policies.")
     st.subheader("Access")

@@ -178,7 +178,9 @@ class Settings(BaseSettings):
     # Who decides whether an answer is shown (rag_core/generation/policy.py): "auto" = the policy
     # calibrated for the model in use (`python -m rag_core calibrate`) while that calibration is
     # usable (policy_choice.py: same model files, prompts and settings, >= 100 questions, target
-    # met), else exactly "conservative" (the two reader thresholds above), saying why; "model" =
+    # met), else the uncalibrated default measured best on the realistic-model harness: "model"
+    # for an endpoint model, "conservative" (the two reader thresholds above) for a local GGUF
+    # file, saying why; "model" =
     # the language model's own verdict decides and the reader only signals. Under all three, an
     # answer with no supported sentence is withheld and a model's refusal is shown as one. A
     # knowledge base may set its own; several asked together get the strictest.

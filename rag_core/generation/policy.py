@@ -27,8 +27,9 @@ where the policy in force says so:
   reader only signals.
 - `auto` (default): the policy calibrated for the model in use when a usable calibration is
   stored (policy_choice.py: made for these model files, prompts and settings, on at least
-  MIN_CALIBRATION_QUESTIONS questions, and it met its target), else `conservative`, saying
-  which and why.
+  MIN_CALIBRATION_QUESTIONS questions, and it met its target), else the uncalibrated default
+  the realistic-model harness measured best — `model` for a model behind an endpoint,
+  `conservative` for a local GGUF file — saying which and why.
 
 Under every policy, whatever the route: an answer in which no sentence is supported by its
 sources is never shown; a model's refusal is shown as a refusal; an answer the offline
@@ -289,8 +290,13 @@ def summary(p: PolicyParams) -> str:
         return (f"With this model: answers about {a} of 10 answerable questions correctly, declines about {d} of 10 "
                 f"that the documents do not answer (calibrated {p.calibrated_at} on {f.get('questions', '?')} questions).")
     if p.name == "model":
-        return ("The language model's own verdict decides whether to answer; the reader's scores are shown and "
-                "flag sentences but do not veto. Answers with no supported sentence are still withheld.")
+        why = ""
+        if "not calibrated" in p.source or "ignored" in p.source:
+            why = (p.source.split(":")[0] + ". ").capitalize() if "ignored" not in p.source else \
+                p.source[: p.source.rfind(":")].capitalize() + ". "
+        return (f"{why}The language model's own verdict decides whether to answer; the reader's scores are shown and "
+                "flag sentences but do not veto. Answers with no supported sentence are still withheld."
+                + (" Run `python -m rag_core calibrate` to fit the policy to the model in use." if why else ""))
     if p.name == "strictest":
         return ("Several knowledge bases are asked together: each of the reader's lines is the strictest any of "
                 f"their policies sets ({p.source}).")

@@ -195,7 +195,7 @@ def test_the_model_judges_in_one_structured_call_validated_and_recorded(tmp_path
 def test_two_knowledge_bases_asked_together_get_the_strictest_policy(tmp_path, server, docs):
     q = "When does the working day end?"
     server.reader = Script({q: "The bell rings at half past four, and after it staff may go home [1]."})
-    ws = workspace(tmp_path, docs, server.base_url)
+    ws = workspace(tmp_path, docs, server.base_url, answer_policy="conservative")  # the deployment's
     try:
         ws.update_kb("k", caller=OP, retrieval=RetrievalSettings(answer_policy="model"))
         ws.create_kb("strict", caller=OP, retrieval=RetrievalSettings(answer_policy="conservative"))
@@ -205,7 +205,7 @@ def test_two_knowledge_bases_asked_together_get_the_strictest_policy(tmp_path, s
         both = ws.ask(["k", "strict"], q, caller=OP)
         # the conservative base's reader line holds for the question asked across both
         assert both.abstained and both.policy == "strictest" and both.decided_by == "reader"
-        # a base with no setting follows the deployment's (auto, uncalibrated: conservative);
+        # a base with no setting follows the deployment's (conservative here);
         # the "model" base beside it does not loosen it
         ws.create_kb("plain", caller=OP)
         ws.ingest("plain", [docs / "kettle.md"], caller=OP)

@@ -269,8 +269,10 @@ def test_llm_failure_falls_back_to_an_offline_answer(ws):
 
 
 def engine_with(ws, chat, **flags) -> AnswerEngine:
+    # the conservative gates are what these tests exercise (an uncalibrated endpoint model's
+    # default is its own verdict: tests/generation/test_policy.py)
     off = {"llm_crag": False, "llm_condense": False, "llm_multi_query": False, "llm_hyde": False,
-           "llm_relevance_check": False, "llm_verify": False}
+           "llm_relevance_check": False, "llm_verify": False, "answer_policy": "conservative"}
     return AnswerEngine(ws.retrieval, ws.embedder, ws.store, ws.settings.model_copy(update={**off, **flags}), chat=chat)
 
 

@@ -64,13 +64,19 @@ def test_grounded_only_and_lookups():
     assert CONSERVATIVE.before_generation(Signals("llm", passages=2, lookup=True, evidence=0.0)).action == "proceed"
 
 
-def test_an_uncalibrated_model_runs_the_conservative_gates_and_says_so(tmp_path):
+def test_uncalibrated_an_endpoint_model_decides_and_a_local_file_keeps_the_gates(tmp_path):
+    # the defaults the realistic-model harness measured best (policy_choice.policy_for)
     s = get_settings(tmp_path, openai_base_url="http://127.0.0.1:9/v1", llm_model="m")
     p = policy_for(s)
-    assert p.name == "conservative" and "not calibrated" in p.params.source
-    assert (p.params.evidence_min, p.params.written_min) == (s.answer_threshold, s.llm_answer_threshold)
-    assert "Not calibrated" in p.describe()["summary"]
-    assert policy_for(s, "model").params.evidence_min == 0.0
+    assert p.name == "model" and "not calibrated" in p.params.source and "endpoint" in p.params.source
+    assert (p.params.evidence_min, p.params.written_min) == (0.0, 0.0)
+    gguf = tmp_path / "small.gguf"
+    gguf.write_bytes(b"GGUF")
+    local = policy_for(get_settings(tmp_path, llm_gguf=gguf))
+    assert local.name == "conservative" and "not calibrated" in local.params.source
+    assert (local.params.evidence_min, local.params.written_min) == (s.answer_threshold, s.llm_answer_threshold)
+    assert "Not calibrated" in local.describe()["summary"]
+    assert policy_for(s, "conservative").params.evidence_min == s.answer_threshold
 
 
 def test_a_stored_calibration_is_the_models_own(tmp_path):
@@ -84,7 +90,7 @@ def test_a_stored_calibration_is_the_models_own(tmp_path):
     assert "8 of 10" in p.describe()["summary"] and "9 of 10" in p.describe()["summary"]
     # another model, or the same name at another endpoint, is not calibrated by it
     other = get_settings(tmp_path, openai_base_url="http://127.0.0.1:10/v1", llm_model="m")
-    assert policy_for(other).name == "conservative"
+    assert policy_for(other).name == "model" and "not calibrated" in policy_for(other).params.source
     assert policy_for(s, "conservative").name == "conservative"  # a knowledge base's choice wins
 
 
@@ -168,12 +174,13 @@ def test_auto_ignores_a_stale_tiny_or_target_missing_calibration_and_says_why(tm
     stale = {**PC.fingerprint(s), "reader_scale": "0000"}  # made before reader.json moved the scale
     _calibrate(tmp_path, s, fp=stale)
     p = policy_for(s)
-    assert p.name == "conservative" and "stale" in p.params.source and "reader scale" in p.params.source
-    assert p.params.evidence_min == s.answer_threshold and "Calibration ignored" in p.describe()["summary"]
+    # ignored: the uncalibrated default of an endpoint model applies, and says why
+    assert p.name == "model" and "stale" in p.params.source and "reader scale" in p.params.source
+    assert p.params.written_min == 0.0
     # the fast model that runs the relevance check, or a decision-changing setting, moved
-    assert policy_for(s.model_copy(update={"llm_fast_model": "small"})).name == "conservative"
+    assert "stale" in policy_for(s.model_copy(update={"llm_fast_model": "small"})).params.source
     _calibrate(tmp_path, s)
-    assert policy_for(s.model_copy(update={"llm_relevance_check": True})).name == "conservative"
+    assert "stale" in policy_for(s.model_copy(update={"llm_relevance_check": True})).params.source
     _calibrate(tmp_path, s, questions=4)
     assert "only 4 questions" in policy_for(s).params.source
     _calibrate(tmp_path, s, met=False)

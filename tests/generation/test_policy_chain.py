@@ -70,9 +70,9 @@ RIGHT = "The bell rings at half past four, and after it staff may go home [1]."
 
 def test_a_right_answer_the_reader_scores_low_is_shown_when_the_model_decides(tmp_path, server, docs):
     server.reader = Script({WORKDAY: RIGHT})
-    ws = workspace(tmp_path, server, docs)
+    ws = workspace(tmp_path, server, docs, answer_policy="conservative")
     try:
-        gated = ws.ask(["k"], WORKDAY, caller=OP)  # uncalibrated: the conservative gates
+        gated = ws.ask(["k"], WORKDAY, caller=OP)  # the conservative gates
         assert gated.abstained and gated.decided_by == "reader" and gated.policy == "conservative"
         assert gated.signals["evidence"] < ws.settings.answer_threshold
         ws.update_kb("k", caller=OP, retrieval=ws.get_kb("k", caller=OP).retrieval.__class__(answer_policy="model"))
@@ -141,7 +141,9 @@ def test_calibrate_writes_a_policy_the_chain_then_uses(tmp_path, server, docs, m
     server.reader = OracleReader(golds)
     ws = workspace(tmp_path, server, docs)
     try:
-        assert ws.answer_policy(caller=OP)["name"] == "conservative"
+        # uncalibrated, an endpoint model's own verdict decides (measured best: policy_choice.py)
+        assert ws.answer_policy(caller=OP)["name"] == "model"
+        assert "not calibrated" in ws.answer_policy(caller=OP)["source"]
         with pytest.raises(PermissionDenied):
             ws.calibrate_answer_policy(caller=Caller.of("bob"), set_path=set_path)
         seen = []
@@ -152,9 +154,8 @@ def test_calibrate_writes_a_policy_the_chain_then_uses(tmp_path, server, docs, m
         assert run.figures["answerable_correct"] == 1.0 and run.figures["unanswerable_abstained"] == 1.0
         # four questions of a set that is not the shipped one: auto ignores it, and says why
         shown = ws.answer_policy(caller=OP)
-        assert shown["name"] == "conservative" and "calibration ignored" in shown["source"]
+        assert shown["name"] == "model" and "calibration ignored" in shown["source"]
         assert "only 4 questions" in shown["source"] and "calibration set" in shown["source"]
-        assert "Calibration ignored" in shown["summary"]
         # the same calibration where four questions of this set are enough: it decides
         from rag_core.generation import policy_choice as PC
 
