@@ -150,6 +150,24 @@ def shot_on_failure(page, request):
         page.screenshot(path=str(SHOTS / "failure.png"), full_page=True)
 
 
+def ask_in_chat(page, question: str):
+    """Send a question in the chat and return the locator of its reply: the message after the
+    ones already on the page (the page reopens the last conversation, which may hold another
+    test's turns, so the reply is not always the second message)."""
+    messages = page.locator("[data-testid=stChatMessage]")
+    box = page.get_by_placeholder("Ask a question about your documents")
+    box.wait_for()
+    # the reopened conversation draws after the input: wait until its messages stop arriving
+    before, seen = -1, messages.count()
+    while seen != before:
+        before = seen
+        page.wait_for_timeout(700)
+        seen = messages.count()
+    box.fill(question)
+    box.press("Enter")
+    return messages.nth(before + 1)
+
+
 def create_kb_in_ui(page, name: str) -> None:
     """Create a knowledge base on the Upload page, whatever state its form is in: the "Create a
     knowledge base" expander is open when none exists yet and folded once one does, and keeps
@@ -220,10 +238,7 @@ def test_new_user_journey(server, page, tmp_path, shot_on_failure):
     # ask a question whose answer is in the PDF
     page.get_by_role("link", name="Chat", exact=True).click()
     select_kb_in_chat(page, "Zen")
-    box = page.get_by_placeholder("Ask a question about your documents")
-    box.fill("Is flat better than nested?")
-    box.press("Enter")
-    reply = page.locator("[data-testid=stChatMessage]").nth(1)
+    reply = ask_in_chat(page, "Is flat better than nested?")
     reply.get_by_text("Flat is better than nested").first.wait_for()
     page.get_by_text("Supported").first.wait_for()
     page.screenshot(path=str(SHOTS / "3-chat-answer.png"), full_page=True)
@@ -339,10 +354,7 @@ def test_app_stays_responsive_during_a_large_ingest(server, page, tmp_path, shot
     # switch to Chat and ask the other knowledge base while the job runs
     page.get_by_role("link", name="Chat", exact=True).click()
     select_kb_in_chat(page, "Notes")
-    box = page.get_by_placeholder("Ask a question about your documents")
-    box.fill("Is flat better than nested?")
-    box.press("Enter")
-    page.locator("[data-testid=stChatMessage]").nth(1).get_by_text("Flat is better than nested").first.wait_for()
+    ask_in_chat(page, "Is flat better than nested?").get_by_text("Flat is better than nested").first.wait_for()
     # Responsiveness is an order of events, not a stopwatch: the answer is on the page while
     # the job is still going (speed is measured in benchmarks/, not asserted here).
     statuses = job_status(data)
@@ -379,10 +391,7 @@ def test_scan_upload_thread_title_comment_reload_and_rename(server, page, tmp_pa
 
     page.get_by_role("link", name="Chat", exact=True).click()
     select_kb_in_chat(page, "Scans")  # ask the new knowledge base
-    box = page.get_by_placeholder("Ask a question about your documents")
-    box.fill("How often should the impeller seal be replaced?")
-    box.press("Enter")
-    reply = page.locator("[data-testid=stChatMessage]").nth(1)
+    reply = ask_in_chat(page, "How often should the impeller seal be replaced?")
     reply.get_by_text("1,500 hours").first.wait_for()
     reply.get_by_role("button", name=re.compile(r"pump-scan\.pdf · p\. 1")).first.wait_for()
 
@@ -401,7 +410,7 @@ def test_scan_upload_thread_title_comment_reload_and_rename(server, page, tmp_pa
 
     # a reload reopens the last conversation, not an empty chat
     page.reload()
-    page.locator("[data-testid=stChatMessage]").nth(1).get_by_text("1,500 hours").first.wait_for()
+    page.locator("[data-testid=stChatMessage]").filter(has_text="1,500 hours").first.wait_for()
     assert page.get_by_text("How often should the impeller seal be replaced?").count() >= 1
 
     # rename on the Knowledge bases page: the renamed knowledge base stays selected
@@ -441,10 +450,7 @@ def test_a_manual_answer_shows_its_code_as_code(server, page, tmp_path, shot_on_
     kb_with_file(data, "R manual", pdf)
     page.goto(url)
     select_kb_in_chat(page, "R manual")
-    box = page.get_by_placeholder("Ask a question about your documents")
-    box.fill("How do I fit a Poisson regression with glm?")
-    box.press("Enter")
-    reply = page.locator("[data-testid=stChatMessage]").nth(1)
+    reply = ask_in_chat(page, "How do I fit a Poisson regression with glm?")
     reply.get_by_role("button", name=re.compile(r"r-intro\.pdf · p\. 1")).first.wait_for()
     code = reply.locator("pre code")
     code.first.wait_for()
