@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ..grounding.facts import missing as facts_missing
-from ..grounding.verify import grounding_score, quotation_key
+from ..grounding.verify import quotation_key
 from ..models import Claim, ScoredChunk
 from .prompts import neutralise
 
@@ -118,6 +118,3 @@ def judge(llm, claims: list[Claim], sources: list[ScoredChunk], config, language
         return None
     return apply(claims, sources, verdicts, language)
 
-
-def score(claims: list[Claim]) -> float:
-    return grounding_score(claims)

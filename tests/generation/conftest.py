@@ -1,4 +1,6 @@
-"""The real small GGUF model the local-server tests run (tests/llm_server.py)."""
+"""Fixtures of the generation tests: the real small GGUF model the local-server tests run
+(tests/llm_server.py), and the scripted OpenAI-compatible model on loopback (benchmarks/oracle_llm.py)
+that stands in for a paid model; each test module sets its `reader` (what it replies)."""
 
 from __future__ import annotations
 
@@ -14,3 +16,12 @@ def gguf():
         return check_available()
     except LLMServerUnavailable as exc:
         pytest.skip(f"no local model: {exc}")
+
+
+@pytest.fixture(scope="module")
+def server():
+    from benchmarks.oracle_llm import OracleServer
+
+    srv = OracleServer({})
+    yield srv
+    srv.stop()

@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from benchmarks.oracle_llm import OracleServer, _Reply
+from benchmarks.oracle_llm import _Reply
 from rag_core.access import Caller
 from rag_core.config import get_settings
 from rag_core.models import RetrievalSettings
@@ -43,13 +43,6 @@ class Script:
         q = re.findall(r"Question: (.+)", text)
         asked = q[-1].strip() if q else ""
         return _Reply(self.answers.get(asked, DECLINE), "answer", {"question": asked})
-
-
-@pytest.fixture(scope="module")
-def server():
-    srv = OracleServer({})
-    yield srv
-    srv.stop()
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from benchmarks.oracle_llm import Gold, OracleServer, _Reply, qnorm
+from benchmarks.oracle_llm import Gold, _Reply, qnorm
 from rag_core.access import Caller, PermissionDenied
 from rag_core.config import get_settings
 from rag_core.feedback import FeedbackLog
@@ -36,13 +36,6 @@ class Script:
             return _Reply("yes", "relevance")
         q = re.findall(r"Question: (.+)", text)
         return _Reply(self.answers.get(q[-1].strip() if q else "", DECLINE), "answer", {"question": q[-1] if q else ""})
-
-
-@pytest.fixture(scope="module")
-def server():
-    srv = OracleServer({})
-    yield srv
-    srv.stop()
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from benchmarks.oracle_llm import OracleServer, _Reply
+from benchmarks.oracle_llm import _Reply
 from rag_core.access import Caller
 from rag_core.config import get_settings
 from rag_core.workspace import Workspace
@@ -70,13 +70,6 @@ class Script:
             first = re.split(r"(?<=[.!?])\s", " ".join(prose.split()), maxsplit=1)[0]
             out.append(f"{first[:-1] if first.endswith('.') else first} [{n}].")
         return _Reply(" ".join(out) or "I don't have information about that in the selected knowledge bases.", "answer", {})
-
-
-@pytest.fixture(scope="module")
-def server():
-    srv = OracleServer({})
-    yield srv
-    srv.stop()
 
 
 @pytest.fixture(scope="module")
