@@ -44,7 +44,8 @@ _AMBIGUOUS_WORDS = {"one", "un", "une", "uno", "una", "ein", "eine", "single", "
 # Units by kind: a number with a unit of one kind never matches the same number with another.
 UNITS = {
     "length": "mm millimetre millimetres millimeter millimeters cm centimetre centimetres centimeter centimeters "
-              "m metre metres meter meters km kilometre kilometres kilometer kilometers in inch inches ft foot feet",
+              "m metre metres meter meters km kilometre kilometres kilometer kilometers in inch inches ft foot feet "
+              "mi mile miles yd yard yards",
     "mass": "mg g gram grams kg kilogram kilograms t tonne tonnes lb lbs pound pounds",
     "time": "ms millisecond milliseconds s sec secs second seconds min mins minute minutes h hr hrs hour hours "
             "day days week weeks month months year years",
@@ -63,7 +64,7 @@ _UNIT_KIND = {u: kind for kind, us in UNITS.items() for u in us.split()}
 _UNIT_NAME = {}
 for _group in ("mm millimetre millimetres millimeter millimeters", "cm centimetre centimetres centimeter centimeters",
                "m metre metres meter meters", "km kilometre kilometres kilometer kilometers", "in inch inches",
-               "ft foot feet", "mg", "g gram grams", "kg kilogram kilograms", "lb lbs pound pounds",
+               "ft foot feet", "mi mile miles", "yd yard yards", "mg", "g gram grams", "kg kilogram kilograms", "lb lbs pound pounds",
                "ms millisecond milliseconds", "s sec secs second seconds", "min mins minute minutes",
                "h hr hrs hour hours", "day days", "week weeks", "month months", "year years",
                "°c c celsius", "°f f fahrenheit", "bar bars", "psi", "pa", "kpa", "mpa", "a amp amps ampere amperes",
