@@ -111,13 +111,32 @@ def pairs(half: str) -> list[dict]:
     return out
 
 
-def judge(verifier: Verifier, p: dict) -> dict:
+def judge(verifier: Verifier, p: dict, llm=None) -> dict:
     """The verifier's verdict on one sentence citing its passage (each sentence of a two-sentence
-    claim judged; the claim reads supported only when all of them do)."""
+    claim judged; the claim reads supported only when all of them do). With `llm`, the model then
+    judges every sentence in one structured call (generation/judge.py, exactly as the chain calls
+    it: quote checked against the passage, facts still veto, an unusable reply keeps the local labels)."""
     claims, _ = verifier.verify(_cited(p["claim"]), [p["passage"]], question=p["question"], titles=[p["heading"]])
+    extra = {}
+    if llm is not None and claims:
+        from rag_core.generation.judge import judge as model_judge
+        from rag_core.models import Chunk, ScoredChunk
+
+        src = [ScoredChunk(Chunk(chunk_id="c1", doc_id=p["id"], kb_id="kb", text=p["passage"], section=p["heading"]), 1.0)]
+        t = time.perf_counter()
+        try:
+            got = model_judge(llm, claims, src, None)
+        except Exception as exc:  # noqa: BLE001 - a failed call is counted as unusable
+            got, extra["error"] = None, str(exc)[:200]
+        extra["judge_s"] = round(time.perf_counter() - t, 2)
+        extra["judge"] = "unusable" if got is None else got.note
+        extra["local_labels"] = [c.label for c in claims]
+        extra["verdicts"] = got.verdicts if got is not None else None
+        if got is not None:
+            claims = got.claims
     labels = [c.label for c in claims]
     return {"labels": labels, "scores": [c.score for c in claims],
-            "supported": bool(labels) and all(x == "supported" for x in labels)}
+            "supported": bool(labels) and all(x == "supported" for x in labels), **extra}
 
 
 def _cited(text: str) -> str:
@@ -199,6 +218,9 @@ def main() -> None:
     ap.add_argument("--variant", choices=("reader", "facts", "full"), default="full",
                     help="reader: the reader's support alone (before issue 49); facts: plus the facts that must "
                          "match; full: plus the meaning line (the shipped verifier)")
+    ap.add_argument("--judge", default=None, help="a local model judges too: a GGUF path, or 0.5b / 1.5b "
+                    "(benchmarks/qwen_gguf.py)")
+    ap.add_argument("--per-kind", type=int, default=0, help="only the first N pairs of each kind and half")
     ap.add_argument("--fit", action="store_true", help="fit the meaning line on the fit half's features and print it")
     ap.add_argument("--features", default=None, help="write (kind, half, reader, cosine, overlap, facts) rows here")
     args = ap.parse_args()
@@ -215,10 +237,26 @@ def main() -> None:
         return fit_meaning(verifier, reader, bundled_embedder(settings).embed_array)
     if args.features:
         return dump_features(verifier, reader, bundled_embedder(settings).embed_array, pairs(args.half), args.features)
+    llm = None
+    if args.judge:
+        from benchmarks.qwen_gguf import MODELS, gguf
+        from rag_core.generation.llm import make_chat_model
+
+        path = gguf(args.judge) if args.judge in MODELS else Path(args.judge)
+        from langchain_core.output_parsers import StrOutputParser
+
+        llm = make_chat_model(get_settings("/tmp/gw-paraphrase-verifier", llm_gguf=path, llm_threads=2,
+                                           llm_ctx=4096, llm_timeout=600, llm_max_tokens=400)) | StrOutputParser()
+    ps = pairs(args.half)
+    if args.per_kind:
+        seen: Counter = Counter()
+        ps = [p for p in ps if (seen.update([(p["half"], p["kind"])]) or seen[p["half"], p["kind"]] <= args.per_kind)]
     rows = []
     t = time.perf_counter()
-    for p in pairs(args.half):
-        rows.append({**p, **judge(verifier, p)})
+    for p in ps:
+        rows.append({**p, **judge(verifier, p, llm)})
+        if llm is not None:
+            print(p["kind"], rows[-1]["labels"], rows[-1].get("judge"), rows[-1].get("judge_s"), flush=True)
     summary = {"pairs": len(rows), "seconds": round(time.perf_counter() - t, 1), "by_half": report(rows),
                "counts": Counter(r["kind"] for r in rows)}
     print(json.dumps(summary, indent=1))

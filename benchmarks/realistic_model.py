@@ -131,7 +131,21 @@ def summary(rows: list[dict]) -> dict:
         "true_beside_extra_supported": round(trues.count("supported") / max(len(trues), 1), 4),
         "lost_by": dict(Counter(r["decided_by"] for r in ans if not r["correct"])),
         "confidence_right_mean": round(sum(r["confidence"] for r in right) / max(len(right), 1), 4),
+        "reliability": reliability(rows),
     }
+
+
+def reliability(rows: list[dict]) -> list[dict]:
+    """Per confidence band of what was shown: how many answers, and the share that were right
+    (an answerable question answered correctly and cited; a near-miss answer shown is wrong)."""
+    shown = [r for r in rows if not r["abstained"]]
+    out = []
+    for lo, hi in ((0.0, 0.2), (0.2, 0.4), (0.4, 0.6), (0.6, 0.8), (0.8, 1.01)):
+        band = [r for r in shown if lo <= r["confidence"] < hi]
+        if band:
+            out.append({"confidence": f"{lo:.1f}-{min(hi, 1.0):.1f}", "shown": len(band),
+                        "right": round(sum(r["correct"] for r in band) / len(band), 4)})
+    return out
 
 
 def main() -> None:
@@ -142,6 +156,9 @@ def main() -> None:
     ap.add_argument("--policies", default="auto,model")
     ap.add_argument("--modes", default="perfect,realistic")
     ap.add_argument("--out", default=str(OUT / "realistic_model.json"))
+    ap.add_argument("--gguf", default="", help="real local models instead of the scripted ones: 0.5b,1.5b "
+                    "(benchmarks/qwen_gguf.py); slow on a CPU, so pair it with --limit")
+    ap.add_argument("--verify", action="store_true", help="RAG_LLM_VERIFY: the model judges its answer too")
     args = ap.parse_args()
     records, items = load(args.half)
     if args.limit:
@@ -149,13 +166,19 @@ def main() -> None:
     data = Path(args.data_dir)
     src = data / "harness_documents.jsonl"
     result: dict = {"questions": len(items), "runs": {}}
-    for mode in args.modes.split(","):
-        srv = OracleServer(golds(items), mode=mode)
+    modes = [f"gguf-{n}" for n in args.gguf.split(",")] if args.gguf else args.modes.split(",")
+    for mode in modes:
+        srv = OracleServer(golds(items), mode=mode) if not mode.startswith("gguf-") else None
         try:
             for policy in args.policies.split(","):
-                ws = Workspace(get_settings(data, openai_base_url=srv.base_url, openai_api_key="harness",
-                                            llm_model=f"harness-{mode}", answer_policy=policy, answer_cache=False,
-                                            llm_condense=False))
+                if srv is None:  # a real local model writes the answers (and judges, with --verify)
+                    from benchmarks.qwen_gguf import gguf
+
+                    model = dict(llm_gguf=gguf(mode[5:]), llm_threads=2, llm_ctx=4096, llm_timeout=600)
+                else:
+                    model = dict(openai_base_url=srv.base_url, openai_api_key="harness", llm_model=f"harness-{mode}")
+                ws = Workspace(get_settings(data, **model, answer_policy=policy, answer_cache=False,
+                                            llm_condense=False, llm_verify=args.verify))
                 if not ws.appdb.find_kbs(KB):
                     data.mkdir(parents=True, exist_ok=True)
                     src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
@@ -165,18 +188,32 @@ def main() -> None:
                 rows, lat = [], []
                 for it in items:
                     t1 = time.perf_counter()
-                    rows.append(judge(it, ws.ask([KB], it["question"], caller=OP)))
+                    first, final = None, None
+                    for ev in ws.answers.chain.stream(ws.answer_request([KB], it["question"], caller=OP)):
+                        if ev.kind == "token" and first is None:
+                            first = (time.perf_counter() - t1) * 1000
+                        if ev.kind == "answer":
+                            final = ev.answer
                     lat.append((time.perf_counter() - t1) * 1000)
+                    rows.append({**judge(it, final), "first_token_ms": round(first or lat[-1], 1),
+                                 "labels_ms": round(lat[-1], 1)})
                 ws.close()
                 run = {half: summary([r for r in rows if r["half"] == half]) for half in sorted({r["half"] for r in rows})}
                 run["latency_ms_p50"] = round(percentile(lat, 50), 1)
+                run["first_token_ms_p50"] = round(percentile([r["first_token_ms"] for r in rows], 50), 1)
+                run["labels_ms_p50"] = round(percentile([r["labels_ms"] for r in rows], 50), 1)
                 run["minutes"] = round((time.perf_counter() - t) / 60, 2)
                 result["runs"][f"{mode}/{policy}"] = run
                 print(json.dumps({f"{mode}/{policy}": run}), flush=True)
                 (Path(args.out).with_suffix("") .with_name(Path(args.out).stem + f"_{mode}_{policy}_rows.jsonl")
                  ).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
         finally:
-            srv.stop()
+            if srv is not None:
+                srv.stop()
+            else:
+                from rag_core.generation.local_server import stop_server
+
+                stop_server()
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
 
 
