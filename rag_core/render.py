@@ -22,6 +22,10 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&@/])")
 # Line breaks end paragraphs, start headings, lists, quotes, code blocks and setext
 # underlines; inside a table cell or a `:color[…]` label they break the surrounding markup.
 _BREAKING_SPACE = re.compile(r"\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*")
+# Streamlit (1.41+) draws these as → ← ↔ — ≥ ≤ ≈ when they stand between spaces in a text node
+# (StreamlitMarkdown's typographic plugin; never inside code): R's `y <- x` read "y ← x". From a
+# document or a model they are shown as code spans, so they read, and copy, as written.
+_TYPOGRAPHIC = re.compile(r"(?<!\S)(?:<->|->|<-|--|>=|<=|~=)(?!\S)")
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 _MARKERS = re.compile(r"((?:\s*\[\d{1,3}\])+)")
 
@@ -39,7 +43,12 @@ def escape_md(text: str) -> str:
 
     Letters, digits, other characters and single spaces are unchanged. Rendered, the result
     reads as `text` with its line breaks shown as spaces (HTML collapses other runs anyway)."""
-    return _MD_SPECIAL.sub(r"\\\1", _BREAKING_SPACE.sub(" ", text).strip())
+    flat = _BREAKING_SPACE.sub(" ", text).strip()
+    out, pos = [], 0
+    for m in _TYPOGRAPHIC.finditer(flat):
+        out += [_MD_SPECIAL.sub(r"\\\1", flat[pos:m.start()]), f"`{m.group()}`"]
+        pos = m.end()
+    return "".join(out) + _MD_SPECIAL.sub(r"\\\1", flat[pos:])
 
 
 def marker_text(nums: list[int]) -> str:

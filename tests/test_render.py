@@ -178,3 +178,18 @@ def test_a_streaming_draft_renders_code_as_code_before_its_fence_closes():
     out = render(draft_markdown("Use this [1]:\n```python\nimport os\nprint(os.sep)"))
     assert '<pre><code class="language-python">import os\nprint(os.sep)\n</code></pre>' in out
     assert "<p>Use this: [¹]</p>" in out
+
+
+def test_r_assignment_and_other_typographic_pairs_are_shown_as_written():
+    """Streamlit's Markdown draws `<-` as ←, `->` as →, `--` as — (and >=, <=, ~=, <->) when they
+    stand between spaces in plain text, never in code: R's `y <- x` read "y ← x" (issue 50).
+    From a document or a model they become code spans, which every Markdown shows literally."""
+    md = escape_md("> y <- x[!is.na(x)]; f -> g; a >= 3, b <= 4, c ~= d, e <-> f -- done")
+    for seq in ("<-", "->", ">=", "<=", "~=", "<->", "--"):
+        assert f"`{seq}`" in md, (seq, md)
+    out = render(md)
+    assert "<code>&lt;-</code>" in out and "<code>-&gt;</code>" in out and "←" not in out
+    assert html.unescape(re.sub(r"<[^>]+>", "", out)).strip() == "> y <- x[!is.na(x)]; f -> g; a >= 3, b <= 4, " \
+        "c ~= d, e <-> f -- done"
+    # glued to other characters the plugin leaves them alone, and so do we (escaped as before)
+    assert escape_md("x<-1 and a--b") == r"x\<\-1 and a\-\-b"
