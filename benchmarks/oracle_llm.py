@@ -253,6 +253,7 @@ class _Reply:
     text: str
     kind: str
     entry: dict | None = None
+    pace: float = 0.0  # seconds between stream pieces (a slow model, for tests of time limits)
 
 
 class OracleReader:
@@ -477,7 +478,9 @@ def _handler(server: OracleServer):
                         "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
 
             send(chunk({"role": "assistant", "content": ""}))
-            for piece in _pieces(reply.text):
+            for i, piece in enumerate(_pieces(reply.text)):
+                if i and reply.pace:
+                    time.sleep(reply.pace)
                 send(chunk({"content": piece}))
             send(chunk({}, "stop"))
             if (req.get("stream_options") or {}).get("include_usage"):

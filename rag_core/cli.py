@@ -454,8 +454,9 @@ def cmd_ask(args) -> int:
     if args.json:
         print(json.dumps(_answer_row(None, a), ensure_ascii=False))
         return 0
-    if a.models.get("llm_error"):
-        print(f"note: {a.models['llm_error']}", file=sys.stderr)
+    for key in ("llm_error", "llm_cut"):
+        if a.models.get(key):
+            print(f"note: {a.models[key]}", file=sys.stderr)
     print(a.text)
     if a.abstained:
         print(f"\nreason: {a.reason}")

@@ -101,6 +101,10 @@ class Settings(BaseSettings):
     llm_timeout: float = Field(default=60.0, gt=0)
     llm_retries: int = Field(default=2, ge=0, le=10)
     llm_max_tokens: int = Field(default=1024, ge=16, le=32768)
+    # The whole written answer's time limit: past it the stream is abandoned and the offline
+    # answer stands in, saying so (generation/stream_guard.py). Generous: Qwen2.5 1.5B on two
+    # CPU cores writes ~300 tokens in about a minute.
+    llm_answer_seconds: float = Field(default=180.0, gt=0)
     # A built-in local LLM: a GGUF file served by llama.cpp's OpenAI-compatible server from the
     # xllamacpp wheel, started as a managed subprocess (generation/local_server.py). It wins
     # over OPENAI_BASE_URL when both are set.

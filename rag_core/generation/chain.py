@@ -63,6 +63,7 @@ from .respond_document import respond_document
 from .respond_lookup import lookup_complete, respond_lookup
 from .respond_search import respond_search
 from .retrieve import retrieve
+from .stream_guard import STOP_SEQUENCES
 from .steps import AnswerEvent, AnswerRequest, Checked, Context, Draft, Turn, ms, reader_reads, timed
 
 __all__ = ["ABSTAIN_TEXT", "AnswerEngine", "AnswerEvent", "AnswerRequest"]
@@ -85,6 +86,10 @@ class AnswerEngine:
         # the selection's cosine feature comes from the model it was fitted with (embeddings.bundled_embedder)
         selection = embedder if getattr(embedder, "model_id", "") == MINILM_ID else bundled_embedder(settings)
         self.extractive = ExtractiveAnswerer(reader=self.reader, idf=idf, embed=selection.embed_array)
+        # The managed llama.cpp server is told to stop at the prompt's own tags; an endpoint is not
+        # (OpenAI's reasoning models refuse a `stop` parameter): the stream guard cuts there anyway.
+        if chat is not None and settings.llm_gguf:
+            chat = chat.bind(stop=STOP_SEQUENCES)
         llm = (chat | StrOutputParser()) if chat is not None else None
         # the small steps (condense, plan, relevance check, rewrites) go to the fast model
         fast = (fast_chat | StrOutputParser()).with_config(run_name="fast_model") if fast_chat is not None else llm
@@ -147,7 +152,7 @@ class AnswerEngine:
             if ev.kind == "answer":
                 final = ev.answer
             yield ev
-        if use_cache and final is not None and "llm_error" not in final.models:
+        if use_cache and final is not None and not {"llm_error", "llm_cut"} & set(final.models):
             self.cache.put(req.cache_key, final)
 
     def _models(self) -> dict[str, str]:
@@ -219,6 +224,9 @@ class AnswerEngine:
 
     def _settle(self, draft: Draft, config) -> Iterator[AnswerEvent]:
         ctx, policy = draft.ctx, draft.ctx.policy
+        if getattr(draft.text, "cut", ""):  # the stream guard stopped the model: the answer says so
+            ctx = replace(ctx, turn=replace(ctx.turn, models={**ctx.turn.models, "llm_cut": draft.text.cut}))
+            draft = replace(draft, ctx=ctx)
         if draft.gated:
             return record.abstention(self.kit, ctx, ctx.decision, signals(ctx, draft.mode))
         base = dict(fallback=draft.fallback)

@@ -18,6 +18,7 @@ from ..models import ScoredChunk
 from ..text.tokens import count_tokens
 from .prompts import system_prompt, user_message
 from .steps import AnswerEvent, AnswerRequest, Turn
+from .stream_guard import CHARS_PER_TOKEN, AnswerTimeLimit, StreamGuard
 
 _MARKER = re.compile(r"\s*\[\d{1,3}\]")
 _WORD = re.compile(r"\w", re.U)
@@ -26,6 +27,17 @@ _WORD = re.compile(r"\w", re.U)
 # rules and the knowledge bases' instructions (prompts.py).
 PROMPT = ChatPromptTemplate.from_messages(
     [("system", "{system}"), MessagesPlaceholder("history", optional=True), ("human", "{user}")])
+
+
+class Written(str):
+    """A model's text, and why the stream guard cut it ("" when it ran to its end)."""
+
+    cut: str
+
+    def __new__(cls, text: str, cut: str = ""):
+        obj = super().__new__(cls, text)
+        obj.cut = cut
+        return obj
 
 
 class EmptyCompletion(RuntimeError):
@@ -64,7 +76,9 @@ class Kit:
         it; later LLM steps are skipped and the answer is composed offline."""
         s = self.settings
         where = s.llm_label if s.llm_gguf else (s.openai_base_url or "the OpenAI API")
-        what = "gave an empty answer" if isinstance(exc, EmptyCompletion) else f"did not answer ({type(exc).__name__})"
+        what = ("gave an empty answer" if isinstance(exc, EmptyCompletion)
+                else f"gave no complete answer within {s.llm_answer_seconds:.0f} s" if isinstance(exc, AnswerTimeLimit)
+                else f"did not answer ({type(exc).__name__})")
         msg = f"The language model ({where}) {what}; this answer was composed offline from the sources instead."
         return replace(turn, models={**turn.models, "llm_error": msg})
 
@@ -90,14 +104,37 @@ class Kit:
         Raises EmptyCompletion when it wrote no words (the caller handles it as a failure)."""
         return (yield from self.stream_text(self.generator, self.prompt_value(turn, sources, reminder=reminder), config))
 
-    @staticmethod
-    def stream_text(runnable, value, config) -> Iterator[AnswerEvent]:
-        parts: list[str] = []
-        for piece in runnable.stream(value, config):
-            if piece:
-                parts.append(piece)
-                yield AnswerEvent("token", piece)
-        text = "".join(parts)
+    def stream_text(self, runnable, value, config) -> Iterator[AnswerEvent]:
+        """Stream the model's text, stopped by the StreamGuard when it loops, echoes the prompt's
+        markup, runs past the length limit (what was written before stands, with a notice, and
+        the returned `Written.cut` says why) or past the time limit (AnswerTimeLimit: the
+        caller's fallback answers offline)."""
+        s = self.settings
+        guard = StreamGuard(s.llm_max_tokens * CHARS_PER_TOKEN, s.llm_answer_seconds)
+        shown = 0
+        stream = runnable.stream(value, config)
+        try:
+            for piece in stream:
+                if not piece:
+                    continue
+                out = guard.feed(piece)
+                if guard.reason:
+                    if len(guard.text) < shown:
+                        yield AnswerEvent("restart", guard.text)
+                    elif out:
+                        yield AnswerEvent("token", out)
+                    break
+                shown += len(out)
+                yield AnswerEvent("token", out)
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()  # the endpoint stops generating when the connection goes
+        text = guard.text
         if no_words(text):
             raise EmptyCompletion(repr(text[:40]))
-        return text
+        if guard.reason:
+            note = f"The model's answer was cut: {guard.reason}."
+            yield AnswerEvent("notice", note)
+            return Written(text, note)
+        return Written(text)
