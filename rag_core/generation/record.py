@@ -63,16 +63,20 @@ def abstention(kit: Kit, ctx: Context, decision: Decision, sig: Signals, offer=(
     reason = (messages.reason(decision.decided_by, decision.reason, lang)
               if decision.reason == PLAIN.get(decision.decided_by) else decision.reason)
     stop = STOPWORDS_BY_LANG.get(lang, ())
-    terms = [t for t in key_terms(turn.standalone or turn.req.question)
+    # the question as the person asked it: a follow-up's standalone form carries the earlier
+    # question's words, which a tip must not offer back ("キーワード（…, hay）")
+    terms = [t for t in key_terms(turn.req.question or turn.standalone)
              if "'" not in t and t not in _TIP_NOISE and t not in stop]
-    suggestions = [
-        messages.text("tip_kbs", lang),
-        messages.text("tip_terms", lang, terms=", ".join(terms[:4])) if terms else messages.text("tip_rephrase", lang),
-        messages.text("tip_upload", lang),
-    ]
     closest = ([_offered(n, sentence, src) for n, (sentence, src) in enumerate(offer, 1)] if offer else
                closest_passages(ctx.sources, ctx.reading, kit.settings.closest_passages, turn.standalone, lang,
                                 kit.store.idf))
+    suggestions = [
+        messages.text("tip_kbs", lang),
+        messages.text("tip_terms", lang, terms=", ".join(terms[:4])) if terms else messages.text("tip_rephrase", lang),
+        # with passages shown, the topic may well be covered: no advice to upload it
+        *([] if closest else [messages.text("tip_upload", lang)]),
+    ]
+    first = "language" if decision.decided_by == LANGUAGE else "unconfirmed" if closest else "abstain"
     extra = {"detail": decision.detail} if decision.detail else {}
     if offer:
         extra["offered"] = "outline" if sig.route == "document" else "each document's passage"
@@ -80,7 +84,7 @@ def abstention(kit: Kit, ctx: Context, decision: Decision, sig: Signals, offer=(
         # offline in a language the reader does not read, nothing was refused: the passages
         # are what it can offer, and the first line says so
         question=turn.req.question, abstained=True, reason=reason,
-        text=messages.text("language" if decision.decided_by == LANGUAGE else "abstain", lang),
+        text=messages.text(first, lang),
         suggestions=suggestions,
         retrieval_score=round(ctx.best, 4), evidence_score=round(ctx.reading.best if ctx.reading else 0.0, 4),
         mode=decision.mode, models=turn.models, timings_ms={**turn.timings, "total": ms(turn.t0)},

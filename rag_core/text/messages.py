@@ -20,6 +20,20 @@ _TEXTS: dict[str, dict[str, str]] = {
         "ja": "選択したナレッジベースには、それに関する情報がありません。",
         "zh": "所选知识库中没有关于此问题的信息。",
     },
+    # A refusal with the closest passages beneath it: they may hold the answer, unconfirmed.
+    # Saying the information is absent would be false whenever they do ("abstain" is kept for
+    # when nothing relevant was found).
+    "unconfirmed": {
+        "en": "I could not confirm an answer in the selected knowledge bases. The closest passages are below.",
+        "de": "Ich konnte in den ausgewählten Wissensdatenbanken keine Antwort bestätigen. Die nächstliegenden "
+              "Passagen stehen unten.",
+        "fr": "Je n'ai pas pu confirmer de réponse dans les bases de connaissances sélectionnées. Les passages les "
+              "plus proches sont ci-dessous.",
+        "es": "No pude confirmar una respuesta en las bases de conocimiento seleccionadas. Los pasajes más cercanos "
+              "están abajo.",
+        "ja": "選択したナレッジベースでは回答を確認できませんでした。最も近い箇所を以下に示します。",
+        "zh": "无法在所选知识库中确认答案。最接近的段落列在下方。",
+    },
     "closest_heading": {
         "en": "No answer could be confirmed in these passages, the closest ones found. Check them yourself",
         "de": "In diesen Passagen, den nächstliegenden aus Ihren Dokumenten, konnte keine Antwort bestätigt werden. "

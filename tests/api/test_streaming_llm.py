@@ -26,7 +26,9 @@ from rag_core.generation.local_server import free_port
 from rag_core.workspace import Workspace
 from tests.api.conftest import build_data
 
-ANSWER = "The office opens at 8 o'clock on weekdays [1]. " + "It says so in the handbook [1]. " * 20
+# distinct sentences: one sentence said twenty times is a loop, which the stream guard stops
+ANSWER = "The office opens at 8 o'clock on weekdays [1]. " + "".join(
+    f"It says so in section {i} of the handbook [1]. " for i in range(20))
 
 
 class SlowFakeChat(GenericFakeChatModel):

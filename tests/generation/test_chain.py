@@ -16,6 +16,9 @@ from langchain_core.messages import AIMessage
 from rag_core.access import Caller
 from rag_core.config import get_settings
 from rag_core.generation.chain import ABSTAIN_TEXT, AnswerEngine
+from rag_core.text.messages import text as message
+
+UNCONFIRMED_TEXT = message("unconfirmed")
 from rag_core.workspace import Workspace
 
 OP = Caller.operator()  # the local no-auth user: access is tested in tests/test_access_matrix.py
@@ -84,8 +87,23 @@ def test_extractive_answer_cites_the_right_passage(ws):
 
 def test_abstains_with_reason_and_suggestions(ws):
     a = ws.ask(["facts"], "Who won the football world cup in 1998?", caller=OP)
-    assert a.abstained and a.text == ABSTAIN_TEXT
+    # passages are shown beneath it: the first line says no answer was confirmed, never that
+    # the information is absent (it would be false whenever they hold it)
+    assert a.abstained and a.text == UNCONFIRMED_TEXT and a.closest
     assert a.reason and a.suggestions and a.citations == []
+    assert not any("Upload" in s for s in a.suggestions)  # the topic may well be covered
+
+
+def test_the_absence_line_is_kept_for_when_nothing_relevant_was_found(ws):
+    from rag_core.models import RetrievalSettings
+
+    ws.update_kb("facts", caller=OP, retrieval=RetrievalSettings(score_threshold=1.0))  # nothing passes
+    try:
+        a = ws.ask(["facts"], "Who won the football world cup in 1998?", caller=OP)
+    finally:
+        ws.update_kb("facts", caller=OP, retrieval=RetrievalSettings())
+    assert a.abstained and a.text == ABSTAIN_TEXT and not a.closest
+    assert any("Upload" in s for s in a.suggestions)
 
 
 def test_the_sentence_that_answers_is_chosen_over_one_that_only_mentions_the_topic(ws):
@@ -99,7 +117,7 @@ def test_the_sentence_that_answers_is_chosen_over_one_that_only_mentions_the_top
 def test_a_near_miss_question_the_documents_do_not_answer_abstains(ws):
     # paris.md is about capitals and says nothing of Germany's
     a = ws.ask(["facts"], "What is the capital of Germany?", caller=OP)
-    assert a.abstained and a.text == ABSTAIN_TEXT
+    assert a.abstained and a.text == UNCONFIRMED_TEXT
     assert a.decided_by == "reader" and "could be confirmed" in a.reason and "0." not in a.reason
     assert f"{a.evidence_score:.2f}" in a.signals["detail"]  # the figures: JSON and the details expander
     assert a.evidence_score < ws.settings.answer_threshold
@@ -457,7 +475,7 @@ def test_several_knowledge_bases_merge_settings_and_rules(ws):
 def test_the_models_own_no_answer_is_an_abstention(ws):
     chat = FakeListChatModel(responses=["I don't have information about that in the selected knowledge bases."])
     a = engine_with(ws, chat).answer(ws.answer_request(["facts"], "What is the capital of France?", caller=OP))
-    assert a.abstained and "language model found no answer" in a.reason and a.text == ABSTAIN_TEXT
+    assert a.abstained and "language model found no answer" in a.reason and a.text == UNCONFIRMED_TEXT
     # a partial answer that cites a source and says what is missing is an answer
     chat = FakeListChatModel(responses=["Paris is the capital of France [1]. The sources do not mention its population."])
     b = engine_with(ws, chat).answer(ws.answer_request(["facts"], "What is the capital of France?", caller=OP))

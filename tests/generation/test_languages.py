@@ -130,4 +130,4 @@ def test_a_model_declining_in_german_is_an_abstention(ws, monkeypatch):
     chat = FakeListChatModel(responses=["Dazu habe ich keine Informationen in den Quellen."])
     a = AnswerEngine(ws.retrieval, ws.embedder, ws.store, ws.settings, chat=chat).answer(
         ws.answer_request(["mixed"], "Wie hoch ist das Gehalt?", caller=OP))
-    assert a.abstained and a.decided_by == "model_declined" and a.text == messages.text("abstain", "de")
+    assert a.abstained and a.decided_by == "model_declined" and a.text == messages.text("unconfirmed", "de") and a.closest
