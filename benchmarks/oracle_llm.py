@@ -52,7 +52,7 @@ from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rag_core.generation.prompts import (  # noqa: E402
-    ANSWER_REMINDER, CONDENSE_PROMPT, HYDE_PROMPT, RELEVANCE_TASK, neutralise)
+    ANSWER_REMINDER, CONDENSE_PROMPT, EVIDENCE_CLOSE, EVIDENCE_OPEN, HYDE_PROMPT, RELEVANCE_TASK, neutralise)
 from rag_core.generation.judge import JUDGE_PROMPT  # noqa: E402
 
 DECLINE = "I don't have information about that in the selected knowledge bases."
@@ -283,10 +283,17 @@ class OracleReader:
             if ans:
                 found.append((sid, ans))
         answer = with_marker(found[0][1], found[0][0]) if found else None
+        quotes = [(found[0][0], found[0][1])] if found else []
         if self.mode == "realistic" and gold is not None:
             answer = self._realistic(gold, found, sources)
+            if gold.confident:
+                n = next((sid for sid, _, _, _, t in sources if _ws(gold.cites) in _ws(t)), None)
+                quotes = [(n, gold.cites)] if n is not None else []
+            elif found:
+                quotes = [(found[0][0], ev) for ev in gold.evidence]
         return {"question": question, "known": gold is not None, "shown": [int(s[0]) for s in sources],
-                "gold_ids": [int(s) for s, _ in found], "gold_shown": bool(found), "_answer": answer}
+                "gold_ids": [int(s) for s, _ in found], "gold_shown": bool(found), "_answer": answer,
+                "_quotes": quotes}
 
     @staticmethod
     def _realistic(gold: Gold, found, sources) -> str | None:
@@ -309,13 +316,20 @@ class OracleReader:
         user = next((t for t in reversed(users) if "<retrieved_context>" in t), users[-1] if users else "")
         if "<retrieved_context>" in user and _RELEVANCE_MARK in user:
             j = self._judge(user)
+            j.pop("_quotes", None)
             said = j.pop("_answer")
             yes = j["gold_shown"] or (self.mode == "realistic" and said is not None)  # it believes it knows
             return _Reply("yes" if yes else "no", "relevance", j)
         if "<retrieved_context>" in user and ANSWER_REMINDER in user:
             j = self._judge(user)
+            quotes = j.pop("_quotes", [])
             text = j.pop("_answer") or DECLINE
             j["answered"] = text != DECLINE
+            if text != DECLINE and EVIDENCE_OPEN in user and quotes:
+                # asked for its evidence, it quotes the source sentences it rests on, as a capable
+                # model does: the gold sentence for an answer, and for a near-miss answer from
+                # general knowledge the sentence of the passage it leans on
+                text += f"\n{EVIDENCE_OPEN}\n" + "\n".join(f'[{n}] "{q}"' for n, q in quotes) + f"\n{EVIDENCE_CLOSE}"
             return _Reply(text, "answer", j)
         if _VERIFY_MARK in user:
             return _Reply(self._verify(user), "verify")

@@ -47,6 +47,7 @@ from rag_core.reader import get_reader  # noqa: E402
 DATA = Path(__file__).parent / "data" / "paraphrase_harness"
 SQUAD = Path(__file__).resolve().parents[2] / "shared" / "data" / "squad-dev" / "dev-v2.0-reconstructed.json"
 SQUAD11 = SQUAD.with_name("dev-1.1-reconstructed.json")
+QUOTES = False  # --quotes: each sentence comes with the source sentence its writer quoted (evidence spans)
 KINDS = ("copy", "paraphrase", "swapped", "extra", "near_miss")
 WANT_SUPPORTED = {"copy": True, "paraphrase": True, "swapped": False, "extra": False, "near_miss": False}
 
@@ -102,7 +103,7 @@ def pairs(half: str) -> list[dict]:
                 secs = sections(text[r["doc"]])
             if half != "all" and h != half:
                 continue
-            base = {"id": r["id"], "question": r["question"], "half": h}
+            base = {"id": r["id"], "question": r["question"], "half": h, "quote": r.get("evidence") or r.get("cites")}
             if r["answerable"]:
                 head, body = passage_of(r["evidence"], secs)
                 # a chunk's heading is its document's title and section path, as the store keeps it
@@ -124,7 +125,8 @@ def judge(verifier: Verifier, p: dict, llm=None) -> dict:
     claim judged; the claim reads supported only when all of them do). With `llm`, the model then
     judges every sentence in one structured call (generation/judge.py, exactly as the chain calls
     it: quote checked against the passage, facts still veto, an unusable reply keeps the local labels)."""
-    claims, _ = verifier.verify(_cited(p["claim"]), [p["passage"]], question=p["question"], titles=[p["heading"]])
+    claims, _ = verifier.verify(_cited(p["claim"]), [p["passage"]], question=p["question"], titles=[p["heading"]],
+                                evidence=[[p["quote"]]] if QUOTES and p.get("quote") else None)
     extra = {}
     if llm is not None and claims:
         from rag_core.generation.judge import judge as model_judge
@@ -228,10 +230,14 @@ def main() -> None:
                          "match; full: plus the meaning line (the shipped verifier)")
     ap.add_argument("--judge", default=None, help="a local model judges too: a GGUF path, or 0.5b / 1.5b "
                     "(benchmarks/qwen_gguf.py)")
+    ap.add_argument("--quotes", action="store_true", help="each sentence with its quoted evidence: the harness's "
+                    "evidence sentence (a near-miss answer's: the sentence it leans on), as an evidence span")
     ap.add_argument("--per-kind", type=int, default=0, help="only the first N pairs of each kind and half")
     ap.add_argument("--fit", action="store_true", help="fit the meaning line on the fit half's features and print it")
     ap.add_argument("--features", default=None, help="write (kind, half, reader, cosine, overlap, facts) rows here")
     args = ap.parse_args()
+    global QUOTES
+    QUOTES = args.quotes
     settings = get_settings("/tmp/gw-paraphrase-verifier")
     reader = get_reader(settings.reader_threads)
     embed = bundled_embedder(settings).embed_array

@@ -105,6 +105,10 @@ class Settings(BaseSettings):
     # answer stands in, saying so (generation/stream_guard.py). Generous: Qwen2.5 1.5B on two
     # CPU cores writes ~300 tokens in about a minute.
     llm_answer_seconds: float = Field(default=180.0, gt=0)
+    # Evidence spans: an endpoint model quotes, after its answer, the source sentences it rests on
+    # (never shown); each sentence is judged against them (grounding/verify.py). Not asked of a
+    # local GGUF model.
+    llm_evidence: bool = True
     # A built-in local LLM: a GGUF file served by llama.cpp's OpenAI-compatible server from the
     # xllamacpp wheel, started as a managed subprocess (generation/local_server.py). It wins
     # over OPENAI_BASE_URL when both are set.

@@ -268,10 +268,12 @@ class AnswerEngine:
     def _verify_step(self, args):
         text, sources, question, *rest = args
         leads = rest[0] if rest else {}
+        quoted = rest[1] if len(rest) > 1 else {}
         language = question_language(question, (sources[0].chunk.language or "en") if sources else "en")
         return self.kit.verifier.verify(text, [s.chunk.text for s in sources], question=question,
                                         titles=[s.chunk.heading for s in sources],
-                                        leads=[leads.get(i, []) for i in range(1, len(sources) + 1)], language=language)
+                                        leads=[leads.get(i, []) for i in range(1, len(sources) + 1)], language=language,
+                                        evidence=[quoted.get(i, []) for i in range(1, len(sources) + 1)] if quoted else None)
 
 
 def _last(inputs):

@@ -25,14 +25,15 @@ class Checker:
         """A written draft with its markers placed, uncited and mis-cited sentences cited where
         a passage supports them, and verified."""
         leads = leads or {}
+        evidence = getattr(text, "evidence", None) or {}  # the quotes a model named (kit.Written)
         text = attach_markers(text)
-        claims, grounding = self.verify.invoke((text, sources, question, leads), config)
+        claims, grounding = self.verify.invoke((text, sources, question, leads, evidence), config)
         text, fixed = fix_citations(text, claims)
         if fixed:
-            claims, grounding = self.verify.invoke((text, sources, question, leads), config)
+            claims, grounding = self.verify.invoke((text, sources, question, leads, evidence), config)
         for c in claims:  # who placed each citation: the writer of the draft, or this checker
             c.cited_by = "checker" if c.text in fixed else "model" if c.cited else None
-        return Checked(text, sources, claims, grounding, len(fixed), leads=leads)
+        return Checked(text, sources, claims, grounding, len(fixed), leads=leads, evidence=evidence)
 
     def grounded_only(self, turn: Turn, checked: Checked, question: str, config) -> Checked:
         """Grounded-only knowledge bases: the answer without its unsupported sentences, verified
@@ -43,7 +44,8 @@ class Checker:
         if kept and len(kept) < len(checked.claims):
             cited_by = {c.text: c.cited_by for c in checked.claims}
             text = " ".join(s.strip() for s in answer_sentences(checked.text) if plain(s) in {c.text for c in kept})
-            claims, grounding = self.verify.invoke((text, checked.sources, question, checked.leads), config)
+            claims, grounding = self.verify.invoke((text, checked.sources, question, checked.leads, checked.evidence),
+                                                   config)
             for c in claims:
                 c.cited_by = cited_by.get(c.text, "model" if c.cited else None)
             checked = replace(checked, text=text, claims=claims, grounding=grounding)

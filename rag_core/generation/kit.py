@@ -16,7 +16,7 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from ..config import Settings
 from ..models import ScoredChunk
 from ..text.tokens import count_tokens
-from .prompts import system_prompt, user_message
+from .prompts import EVIDENCE_CLOSE, EVIDENCE_OPEN, EVIDENCE_TASK, split_evidence, system_prompt, user_message
 from .steps import AnswerEvent, AnswerRequest, Turn
 from .stream_guard import CHARS_PER_TOKEN, AnswerTimeLimit, StreamGuard
 
@@ -30,13 +30,15 @@ PROMPT = ChatPromptTemplate.from_messages(
 
 
 class Written(str):
-    """A model's text, and why the stream guard cut it ("" when it ran to its end)."""
+    """A model's text; why the stream guard cut it ("" when it ran to its end); the source
+    sentences it quoted as its evidence, per source number ({} when it quoted none)."""
 
     cut: str
+    evidence: dict[int, list[str]]
 
-    def __new__(cls, text: str, cut: str = ""):
+    def __new__(cls, text: str, cut: str = "", evidence: dict[int, list[str]] | None = None):
         obj = super().__new__(cls, text)
-        obj.cut = cut
+        obj.cut, obj.evidence = cut, evidence or {}
         return obj
 
 
@@ -102,13 +104,19 @@ class Kit:
     def write(self, turn: Turn, sources: list[ScoredChunk], config, reminder: str | None = None) -> Iterator[AnswerEvent]:
         """Generator: the model writes over these sources, streaming tokens; returns the text.
         Raises EmptyCompletion when it wrote no words (the caller handles it as a failure)."""
-        return (yield from self.stream_text(self.generator, self.prompt_value(turn, sources, reminder=reminder), config))
+        # an answer to a question quotes its evidence; a summary or comparison covers documents
+        # (no one sentence to quote); a local model on a CPU is spared the extra tokens, and
+        # Qwen2.5 0.5B copied a format's example rather than filling it (generation/judge.py)
+        task = EVIDENCE_TASK if reminder is None and self.settings.llm_evidence and not self.settings.llm_gguf else None
+        value = self.prompt_value(turn, sources, task=task, reminder=reminder)
+        return (yield from self.stream_text(self.generator, value, config))
 
     def stream_text(self, runnable, value, config) -> Iterator[AnswerEvent]:
         """Stream the model's text, stopped by the StreamGuard when it loops, echoes the prompt's
         markup, runs past the length limit (what was written before stands, with a notice, and
         the returned `Written.cut` says why) or past the time limit (AnswerTimeLimit: the
-        caller's fallback answers offline)."""
+        caller's fallback answers offline). An evidence block after the answer (prompts.
+        EVIDENCE_TASK) is never shown: its quotes come back in `Written.evidence`."""
         s = self.settings
         guard = StreamGuard(s.llm_max_tokens * CHARS_PER_TOKEN, s.llm_answer_seconds)
         shown = 0
@@ -117,24 +125,37 @@ class Kit:
             for piece in stream:
                 if not piece:
                     continue
-                out = guard.feed(piece)
+                guard.feed(piece)
+                body = _visible(guard.text)
+                if len(body) < shown:
+                    yield AnswerEvent("restart", body)
+                elif len(body) > shown:
+                    yield AnswerEvent("token", body[shown:])
+                shown = len(body)
                 if guard.reason:
-                    if len(guard.text) < shown:
-                        yield AnswerEvent("restart", guard.text)
-                    elif out:
-                        yield AnswerEvent("token", out)
                     break
-                shown += len(out)
-                yield AnswerEvent("token", out)
         finally:
             close = getattr(stream, "close", None)
             if close is not None:
                 close()  # the endpoint stops generating when the connection goes
-        text = guard.text
+        text, evidence = split_evidence(guard.text)
         if no_words(text):
             raise EmptyCompletion(repr(text[:40]))
         if guard.reason:
             note = f"The model's answer was cut: {guard.reason}."
             yield AnswerEvent("notice", note)
-            return Written(text, note)
-        return Written(text)
+            return Written(text, note, evidence)
+        return Written(text, "", evidence)
+
+
+def _visible(text: str) -> str:
+    """The part of a streamed reply a person sees: up to its evidence block (or a stray closing
+    tag: SmolLM2 wrote "</evidence>" alone), holding back a tail that may be a tag arriving in
+    pieces."""
+    ends = [i for i in (text.find(EVIDENCE_OPEN), text.find(EVIDENCE_CLOSE)) if i >= 0]
+    if ends:
+        return text[:min(ends)]
+    for k in range(min(len(EVIDENCE_CLOSE) - 1, len(text)), 0, -1):
+        if EVIDENCE_OPEN.startswith(text[-k:]) or EVIDENCE_CLOSE.startswith(text[-k:]):
+            return text[:-k]
+    return text

@@ -94,6 +94,32 @@ ANSWER_REMINDER = ("Answer the question from the sources above in one to three s
                    "the marker of its source, like [1]. If the sources do not answer it, say so.")
 
 
+# Evidence spans (issue 49): after its answer the model quotes the source sentences it rests on,
+# in a block the page never shows. A sentence is then judged against the sentence its writer
+# names, and every fact it states must be in that sentence, not somewhere in the passage.
+EVIDENCE_OPEN, EVIDENCE_CLOSE = "<evidence>", "</evidence>"
+EVIDENCE_TASK = ("After the answer, write " + EVIDENCE_OPEN + " on a line of its own; then, one per line, each "
+                 "source sentence the answer rests on, copied word for word, as [n] \"the sentence\"; then "
+                 + EVIDENCE_CLOSE + ".")
+_QUOTE_LINE = re.compile(r"^\s*[-*]?\s*\[(\d{1,3})\]\s*[:\-–]?\s*[\"“«„]?(.+?)[\"”»“]?\s*$")
+
+
+def split_evidence(text: str) -> tuple[str, dict[int, list[str]]]:
+    """(the answer, the quotes it names per source number) of a reply with an evidence block;
+    (the reply, {}) without one. Lines that are not `[n] "quote"` are ignored."""
+    at = text.find(EVIDENCE_OPEN)
+    if at < 0:
+        stray = text.find(EVIDENCE_CLOSE)
+        return (text[:stray].rstrip() if stray >= 0 else text), {}
+    block = text[at + len(EVIDENCE_OPEN):].split(EVIDENCE_CLOSE)[0]
+    quotes: dict[int, list[str]] = {}
+    for line in block.splitlines():
+        m = _QUOTE_LINE.match(line)
+        if m and m.group(2).strip():
+            quotes.setdefault(int(m.group(1)), []).append(m.group(2).strip())
+    return text[:at].rstrip(), quotes
+
+
 def user_message(question: str, sources: list[ScoredChunk], language: str = "en", reminder: str | None = None) -> str:
     """The sources, the question, and the reminder; for a question not in English the
     reminder names its language (small models otherwise answer in the sources' language)."""

@@ -102,6 +102,7 @@ class Checked:
     revised: int = 0  # times corrective retrieval rewrote the answer
     verified_by: str = "reader"  # "model" when the LLM judge relabelled a sentence
     leads: dict[int, list[str]] = field(default_factory=dict)  # as Draft.leads
+    evidence: dict[int, list[str]] = field(default_factory=dict)  # the model's quotes per source number
 
 
 @dataclass

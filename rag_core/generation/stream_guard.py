@@ -26,6 +26,8 @@ import re
 import time
 from dataclasses import dataclass, field
 
+from .prompts import EVIDENCE_OPEN
+
 MARKUP = re.compile(r"</?\s*(?:source|retrieved_context|system|instructions?)\b", re.I)
 # the stop sequences sent to the endpoint (OpenAI takes at most four)
 STOP_SEQUENCES = ["</source>", "<source ", "</retrieved_context>", "<retrieved_context>"]
@@ -33,6 +35,7 @@ CHARS_PER_TOKEN = 8
 MIN_REPEAT_WORDS = 6
 _SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]")
 _WORD = re.compile(r"\w+", re.U)
+_SENTENCE_END = re.compile(r"[.!?。！？](?=\s)")
 
 
 class AnswerTimeLimit(RuntimeError):
@@ -66,10 +69,14 @@ class StreamGuard:
         """The earliest place to stop (a piece may be long: a server can send the whole reply
         at once), and its reason; None while the text is fine."""
         found: list[tuple[int, str]] = []
-        m = MARKUP.search(self.text, max(0, self._scanned - 40))
+        # an evidence block quotes the sources (and so may repeat the answer's words): only the
+        # answer before it is read for loops and markup; the limits hold for all of it
+        end = self.text.find(EVIDENCE_OPEN)
+        body = self.text if end < 0 else self.text[:end]
+        m = MARKUP.search(body, max(0, self._scanned - 40))
         if m:
             found.append((m.start(), "it began to repeat the prompt's markup"))
-        for s in _SENTENCE.finditer(self.text, self._scanned):
+        for s in _SENTENCE.finditer(body, self._scanned):
             self._scanned = s.end()
             words = _WORD.findall(s.group().lower())
             if len(words) < MIN_REPEAT_WORDS:
@@ -79,7 +86,7 @@ class StreamGuard:
                 found.append((s.start(), "it began to repeat itself"))
                 break
             self._seen[key] = s.end()
-        loop = _tail_loop(self.text)
+        loop = _tail_loop(body) if end < 0 else None
         if loop is not None:
             found.append((loop, "it began to repeat itself"))
         if len(self.text) > self.max_chars:
@@ -97,5 +104,8 @@ def _tail_loop(text: str, shortest: int = 12, longest: int = 300) -> int | None:
     for size in range(shortest, min(longest, n // 3) + 1):
         a, b, c = text[n - size:], text[n - 2 * size:n - size], text[n - 3 * size:n - 2 * size]
         if a == b == c and len(_WORD.findall(a)) >= 2:
-            return n - 2 * size
+            cut = n - 2 * size
+            # the loop's phase is arbitrary: end the text at the last sentence end in its first run
+            ends = [m.end() for m in _SENTENCE_END.finditer(text, cut - size, cut)]
+            return ends[-1] if ends else cut
     return None

@@ -59,3 +59,45 @@ def test_the_missing_facts_are_named():
     # facts in any language: numbers and code are the same in every script
     assert [f.kind for f in missing("ポットの容量は 10 cl です。", KETTLE, language="ja")] == ["number"]
     assert missing("Entkalken Sie den Wasserkocher monatlich mit Essig.", KETTLE, language="de") == []
+
+
+FERRY = ("A car ferry runs between Portvessa and the mainland port of Hallundsvik four times a day; the crossing "
+         "takes 75 minutes. Vessa Airstrip, north of Portvessa, has scheduled flights to the provincial capital "
+         "twice a week. There is no railway on the island.")
+FERRY_QUOTE = ("A car ferry runs between Portvessa and the mainland port of Hallundsvik four times a day; the crossing "
+               "takes 75 minutes.")
+SWAPPED = "The ferry to Hallundsvik sails twice a week, and each crossing lasts 75 minutes [1]."
+
+
+def quoted(verifier, answer: str, source: str, quotes: list[str] | None):
+    claims, _ = verifier.verify(answer, [source], question="How often does the ferry sail?", titles=["Portvessa"],
+                                evidence=[quotes] if quotes is not None else None)
+    return claims
+
+
+def test_evidence_spans_pin_each_fact_to_the_quoted_sentence(verifier):
+    """"Twice a week" is in the passage, said of the flights: without its evidence named, the
+    changed sentence reads supported; held to the sentence its writer quoted, it does not, and
+    the facts it lacks are named. The true sentence reads supported either way."""
+    assert [c.label for c in quoted(verifier, SWAPPED, FERRY, None)] == ["supported"]  # the gap quotes close
+    got = quoted(verifier, SWAPPED, FERRY, [FERRY_QUOTE])
+    assert got[0].label == "unsupported" and "frequency: weekly" in got[0].missing
+    true = "The ferry to Hallundsvik sails four times daily, and each crossing lasts 75 minutes [1]."
+    assert [c.label for c in quoted(verifier, true, FERRY, [FERRY_QUOTE])] == ["supported"]
+
+
+def test_an_evidence_span_outside_the_cited_passage_is_rejected(verifier):
+    """A quote that is not in the passage is no evidence: the sentence is judged as if none were
+    named (and a made-up quote cannot lift an invented sentence)."""
+    forged = "The ferry sails twice a week."
+    assert [c.label for c in quoted(verifier, SWAPPED, FERRY, [forged])] == \
+        [c.label for c in quoted(verifier, SWAPPED, FERRY, None)]
+    invented = "The ferry also carries bicycles free of charge on every crossing [1]."
+    assert quoted(verifier, invented, FERRY, ["The ferry also carries bicycles free of charge."])[0].label != "supported"
+
+
+def test_a_sentence_that_matches_none_of_its_quotes_is_partial_at_best(verifier):
+    """Its writer named other sentences as its evidence: without its own, it is flagged."""
+    claim = "Flights to the provincial capital leave Vessa Airstrip twice a week [1]."
+    assert [c.label for c in quoted(verifier, claim, FERRY, None)] == ["supported"]
+    assert quoted(verifier, claim, FERRY, [FERRY_QUOTE])[0].label in ("partial", "unsupported")
