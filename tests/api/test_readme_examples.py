@@ -21,22 +21,43 @@ def _address(base: str) -> str:
     return base.removeprefix("http://")
 
 
-def test_the_readmes_curl_examples_work(api):
+def test_the_readmes_curl_examples_work_in_order_on_an_empty_server(tmp_path):
+    """Issue 50: the examples once asked a knowledge base named "handbook" that nothing had made
+    ("no knowledge base named 'handbook'"). Now, on a server with no knowledge base, the README's
+    lines run in the order printed: create it, upload a real PDF, wait for the job, ask."""
     if shutil.which("curl") is None:  # .ci/run installs it, as it installs chromium for the browser tests
         pytest.skip("curl is not installed (apt-get install curl): the README's curl examples need it")
-    base, keys, _ = api
+    from tests.api.conftest import api_server, make_keys
+    from tests.helpers import make_pdf
+
+    data = tmp_path / "data"
+    keys = make_keys(data)
+    (tmp_path / "handbook.pdf").write_bytes(make_pdf(["Parental leave lasts sixteen weeks at full pay.",
+                                                      "The office opens at 8 o'clock on weekdays."]))
     block = readme_block("## HTTP API", "curl -s localhost:8000/v1/query")
-    commands = re.findall(r"^(curl .*?\\\n.*?)(?:\s+#.*)?$", block, re.M)
-    assert len(commands) == 2, block  # the JSON answer and the streamed one
-    env = {**os.environ, "KEY": keys["alice"]}
-    plain, streamed = (subprocess.run(["bash", "-c", c.replace("localhost:8000", _address(base))], env=env,
-                                      capture_output=True, text=True, timeout=300) for c in commands)
+    script = block[block.index("KEY=gwk_..."):]
+    queries = re.findall(r"^(curl .*v1/query.*?\\\n.*?)(?:\s+#.*)?$", script, re.M)
+    assert len(queries) == 2, script  # the JSON answer and the streamed one
+    setup = script[:script.index(queries[0])].replace("KEY=gwk_...", "")
+    with api_server(data) as base:
+        env = {**os.environ, "KEY": keys["alice"]}
+
+        def bash(cmd: str):
+            return subprocess.run(["bash", "-ec", cmd.replace("localhost:8000", _address(base))], env=env,
+                                  capture_output=True, text=True, timeout=300, cwd=tmp_path)
+
+        (tmp_path / "setup.sh").write_text(setup.replace("localhost:8000", _address(base)))
+        made = bash("timeout 240 bash -e setup.sh")
+        assert made.returncode == 0, (made.stdout, made.stderr)
+        assert '"name":"handbook"' in made.stdout.replace(" ", ""), made.stdout
+        plain, streamed = bash(queries[0]), bash(queries[1])
     assert plain.returncode == 0, plain.stderr
     body = json.loads(plain.stdout)
     assert "error" not in body, body
     for key in ("answer", "citations", "grounding_score", "answers_question", "confidence", "abstained", "reason",
                 "closest", "timings_ms", "query_id"):
         assert key in body, key
+    assert body["citations"] or body["closest"], body  # the uploaded handbook was searched
     assert streamed.returncode == 0, streamed.stderr
     lines = streamed.stdout.splitlines()
     events = [ln.removeprefix("event: ") for ln in lines if ln.startswith("event: ")]
