@@ -19,8 +19,9 @@ from rag_core.feedback import REASONS
 from rag_core.models import conflict_note
 from rag_core.text.language import name as language_name
 from rag_core.models import Answer, Citation
-from rag_core.render import (answer_markdown, closest_heading, draft_markdown, escape_md, marker_text,
-                             passage_markdown, plain_answer, timing_markdown)
+from rag_core.render import (answer_markdown, closest_heading, decision_line, draft_markdown, escape_md,
+                             marker_text, passage_markdown, plain_answer, timing_markdown)
+from rag_core.text import messages as ui_text
 
 ws = workspace()
 me = caller()
@@ -293,13 +294,15 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
     answer: Answer = m["answer"]
     if answer.models.get("llm_error") and not m.get("fresh"):
         st.warning(escape_md(answer.models["llm_error"]))
+    if answer.models.get("llm_cut"):
+        st.caption(":material/content_cut: " + escape_md(answer.models["llm_cut"]))
+    lang = answer.language or "en"
     if answer.abstained:
         st.info(escape_md(answer.text))
-        st.caption("Why: " + escape_md(answer.reason))
+        st.caption(ui_text.text("why", lang) + ": " + escape_md(answer.reason))
         if answer.signals.get("detail") or answer.decided_by:
-            with st.expander("Details"):
-                st.caption(escape_md(f"Decided by: {answer.decided_by} ({answer.policy} policy). "
-                                     + answer.signals.get("detail", "")))
+            with st.expander(ui_text.text("details", lang)):
+                st.caption(escape_md(decision_line(answer) + " " + answer.signals.get("detail", "")))
         if answer.below_threshold:
             st.caption(f":material/filter_alt: The knowledge base's *Minimum relevance* setting dropped "
                        f"{answer.below_threshold} passage(s) before answering: lower it on the Knowledge bases "
@@ -351,7 +354,7 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
             # Text, not st.dataframe: twenty Arrow tables cost ~90 ms on every rerun of a long chat.
             st.markdown(timing_markdown(answer.timings_ms))
             if answer.decided_by:
-                st.caption(escape_md(f"Shown by the {answer.policy} answer policy; decided by: {answer.decided_by}."))
+                st.caption(escape_md(decision_line(answer)))
             if answer.below_threshold:
                 st.caption(f"Minimum relevance dropped {answer.below_threshold} passage(s).")
         if m.get("query_id"):

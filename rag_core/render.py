@@ -305,3 +305,21 @@ def saved_message(before, after) -> str:
         return "Nothing changed."
     return (f"Saved: {', '.join(named)}."
             + (" Access changes apply at once, to the documents already in it too." if access else ""))
+
+
+# The answer policies in words a person reads (generation/policy.py names them).
+_POLICY_WORDS = {
+    "conservative": "the offline reader's strict lines",
+    "model": "the language model's own judgement, each sentence checked against its sources",
+    "calibrated": "lines calibrated for the model in use",
+    "strictest": "the strictest policy of the selected knowledge bases",
+}
+
+
+def decision_line(answer: Answer) -> str:
+    """Who decided to show or withhold this answer, in words (not the rule's internal name): a
+    refusal was never "shown by the conservative answer policy"."""
+    how = _POLICY_WORDS.get(answer.policy, f"the {answer.policy} answer policy" if answer.policy else "the answer policy")
+    if answer.abstained:
+        return f"Withheld by {how}." + (f" Rule: {answer.decided_by}." if answer.decided_by else "")
+    return f"Shown by {how}." + (f" Rule: {answer.decided_by}." if answer.decided_by else "")

@@ -193,3 +193,14 @@ def test_r_assignment_and_other_typographic_pairs_are_shown_as_written():
         "c ~= d, e <-> f -- done"
     # glued to other characters the plugin leaves them alone, and so do we (escaped as before)
     assert escape_md("x<-1 and a--b") == r"x\<\-1 and a\-\-b"
+
+
+def test_the_decision_line_says_shown_or_withheld_in_words():
+    from rag_core.models import Answer
+    from rag_core.render import decision_line
+
+    refused = Answer(question="q", text="…", abstained=True, decided_by="reader", policy="conservative")
+    line = decision_line(refused)
+    assert line.startswith("Withheld by the offline reader's strict lines") and "Shown" not in line
+    shown = Answer(question="q", text="Paris [1].", decided_by="verification", policy="model")
+    assert decision_line(shown).startswith("Shown by the language model's own judgement")

@@ -97,6 +97,8 @@ _TEXTS: dict[str, dict[str, str]] = {
         "ja": "作成された回答のどの文も、出典で確認できませんでした。",
         "zh": "所写答案中没有任何句子能在来源中得到确认。",
     },
+    "why": {"en": "Why", "de": "Warum", "fr": "Pourquoi", "es": "Por qué", "ja": "理由", "zh": "原因"},
+    "details": {"en": "Details", "de": "Details", "fr": "Détails", "es": "Detalles", "ja": "詳細", "zh": "详情"},
     "tip_kbs": {
         "en": "Check that the right knowledge bases are selected.",
         "de": "Prüfen Sie, ob die richtigen Wissensdatenbanken ausgewählt sind.",
