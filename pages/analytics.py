@@ -11,6 +11,7 @@ import streamlit as st
 
 from pages.common import caller, toast_and_rerun, workspace
 from rag_core.feedback import FeedbackLog
+from rag_core.gaps import MIN_JUDGED
 from rag_core.render import escape_md
 
 ws = workspace()
@@ -48,7 +49,9 @@ row1 = st.columns(5)
 row1[0].metric("Answers", s["answers"])
 row1[1].metric("Rated", s["rated"])
 row1[2].metric("Helpful", pct(s["helpful_rate"]), help="Thumbs up among rated answers.")
-row1[3].metric("Abstained", pct(s["abstention_rate"]), help="Answers withheld because the documents do not answer.")
+row1[3].metric("Abstained", pct(s["abstention_rate"]),
+               help="Answers withheld: no answer could be confirmed in the passages found (the closest are "
+               "shown), or no passage was found at all.")
 row1[4].metric("Mean confidence", pct(s["confidence_mean"]), help="Supported × answers the question, answered only.")
 row2 = st.columns(5)
 row2[0].metric("Citation coverage", pct(s["citation_coverage"]),
@@ -195,12 +198,15 @@ st.download_button("Download these answers and feedback (CSV)", export, file_nam
 # ---- what is missing ---------------------------------------------------------------------
 st.subheader("What to upload next")
 st.caption("Questions the knowledge bases could not answer or whose answers were rated down, grouped by topic "
-           + ("(everyone's: you are an admin)." if me.admin else "(your own questions)."))
+           + ("(everyone's: you are an admin). " if me.admin else "(your own questions). ")
+           + "*nothing found*: no passage matched, the documents may lack the topic; *unconfirmed*: the closest "
+           "passages were shown but no answer could be confirmed in them, so the topic may well be covered.")
 report = ws.gap_report(df, caller=me)
 prec = report["precision"]
 if prec["precision_at_5"] is None:
-    st.caption("Precision of cited passages: not enough feedback yet (thumbs up, or thumbs down for "
-               "'wrong source' / 'not in my documents').")
+    st.caption(f"Precision of cited passages: not enough feedback yet ({prec['judged_answers']} of the "
+               f"{MIN_JUDGED} rated answers it needs: thumbs up, or thumbs down for 'wrong source' / "
+               "'not in my documents').")
 else:
     st.metric("Cited passages relevant (precision@5, from feedback)", f"{prec['precision_at_5']:.0%}",
               help=f"From {prec['judged_answers']} rated answers; 95% interval {prec['low']:.0%}–{prec['high']:.0%}.")

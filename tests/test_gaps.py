@@ -73,11 +73,37 @@ def test_precision_from_feedback_and_follow_ups(ws):
         ask_and_log(ws, ANN, q)
     rep = ws.gap_report(caller=ANN)
     p = rep["precision"]
-    assert p["judged_answers"] == 2 and p["precision_at_5"] == 0.5 and 0 < p["low"] < 0.5 < p["high"] < 1
+    # two judged answers are too few to show a precision (one thumbs up read "100%")
+    assert p["judged_answers"] == 2 and p["precision_at_5"] is None
     why = rep["follow_ups"]["why"].tolist()
     assert any(w.startswith("rated down: wrong source") for w in why)
     assert any(w.startswith("abstained 3×") for w in why)
     assert "this is the old handbook" in rep["follow_ups"]["comment"].tolist()
+
+
+def test_precision_needs_ten_judged_answers_and_comes_with_its_interval():
+    import pandas as pd
+
+    def frame(ups: int, downs: int) -> pd.DataFrame:
+        return pd.DataFrame({"rating": [1] * ups + [-1] * downs + [-1], "abstained": [False] * (ups + downs + 1),
+                             "reason": [None] * ups + ["wrong source"] * downs + ["incomplete"]})
+
+    assert precision_estimate(frame(5, 4))["precision_at_5"] is None  # 9 judged; "incomplete" says nothing
+    p = precision_estimate(frame(6, 4))
+    assert p["judged_answers"] == 10 and p["precision_at_5"] == 0.6 and 0.25 < p["low"] < 0.6 < p["high"] < 0.9
+
+
+def test_the_gap_topics_tell_nothing_found_from_unconfirmed():
+    import pandas as pd
+
+    from rag_core.gaps import gap_topics
+
+    qs = ["How do I tune the ferry schedule?", "Ferry schedule tuning?", "What is the ferry schedule?"]
+    df = pd.DataFrame({"question": qs, "abstained": [True, True, True], "rating": [None] * 3,
+                       "decided_by": ["retrieval", "reader", "reader_language"], "ts": [1, 2, 3],
+                       "time": pd.to_datetime([1, 2, 3], unit="s"), "kb_list": [["k"]] * 3})
+    row = gap_topics(df, lambda texts: [[1.0, 0.0]] * len(texts)).iloc[0]
+    assert (row["abstained"], row["nothing_found"], row["unconfirmed"]) == (3, 1, 2)
 
 
 def test_precision_estimate_without_feedback_is_unknown_not_zero():
