@@ -11,7 +11,7 @@ import re
 from .grounding.verify import answer_sentences, plain, quotation_key
 from .models import Answer
 from .text.messages import text
-from .text.sentences import split_units
+from .text.sentences import HEADING_LINE, split_units
 
 # Every ASCII punctuation character that starts or ends something in Streamlit's Markdown:
 # CommonMark/GFM syntax (emphasis, links and images, code, headings, lists, quotes, tables,
@@ -242,8 +242,15 @@ def passage_markdown(passage: str, highlight: str = "") -> str:
     key = quotation_key(highlight) if highlight else ""
     blocks: list[tuple[str, str]] = []
     for unit in split_units(passage):
+        head = HEADING_LINE.fullmatch(unit.strip())
+        if head:  # a document's own "## Ausleihe": its title in bold, not the raw hashes
+            blocks.append(("heading", f"**{escape_md(head.group(1))}**"))
+            continue
         blocks += _decorated(unit, [], "", _is_highlight(key, unit))
     return join_blocks(blocks)
+
+
+
 
 
 def plain_answer(answer: Answer) -> str:

@@ -204,3 +204,24 @@ def test_the_decision_line_says_shown_or_withheld_in_words():
     assert line.startswith("Withheld by the offline reader's strict lines") and "Shown" not in line
     shown = Answer(question="q", text="Paris [1].", decided_by="verification", policy="model")
     assert decision_line(shown).startswith("Shown by the language model's own judgement")
+
+
+def test_a_passages_own_heading_is_shown_as_a_title_not_raw_hashes():
+    from rag_core.render import passage_markdown
+
+    md = passage_markdown("## Ausleihe\n\nBücher können vier Wochen ausgeliehen werden.")
+    assert md.startswith("**Ausleihe**\n\n") and "#" not in md
+    out = render(md)
+    assert "<strong>Ausleihe</strong>" in out and "<h2>" not in out
+
+
+def test_a_passage_that_is_only_a_heading_is_never_shown_first():
+    from rag_core.generation.record import closest_passages
+    from rag_core.models import Chunk, ScoredChunk
+
+    def src(i, text):
+        return ScoredChunk(Chunk(chunk_id=f"c{i}", doc_id="d", kb_id="k", text=text, source="bib.md"), 1.0 - i / 10)
+
+    got = closest_passages([src(0, "## Ausleihe"), src(1, "Bücher können vier Wochen ausgeliehen werden.")],
+                           None, 3, "Wie lange kann ich ein Buch ausleihen?", "de")
+    assert [c.n for c in got] == [1, 2] and "vier Wochen" in (got[0].passage or got[0].snippet)

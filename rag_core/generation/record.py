@@ -13,6 +13,7 @@ from ..grounding.verify import confidence
 from ..models import Answer, Citation, Claim, ScoredChunk
 from ..retrieval.query import key_terms
 from ..text import messages
+from ..text.sentences import only_headings
 from ..text.stopwords import STOPWORDS as STOPWORDS_BY_LANG
 from .extractive import Evidence as Reading
 from .passage import passage_for, sentence_by_terms
@@ -132,6 +133,10 @@ def closest_passages(sources: list[ScoredChunk], reading: Reading | None, k: int
         c = citation_for(n, sources[i], highlight or sentence)
         c.passage = passage or ""
         out.append(c)
+    # a passage that is only a heading ("## Ausleihe") answers nothing: never the first shown
+    out.sort(key=lambda c: only_headings(c.passage or c.snippet or ""))
+    for n, c in enumerate(out, 1):
+        c.n = n
     return out
 
 

@@ -121,3 +121,12 @@ def split_sentences(text: str) -> list[str]:
         if s := text[a:b].strip():
             out.append(s)
     return out
+
+
+HEADING_LINE = re.compile(r"#{1,6}[ \t]+(.+?)[ \t#]*")
+
+
+def only_headings(text: str) -> bool:
+    """A passage that is nothing but Markdown headings ("## Ausleihe"): it answers nothing."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return bool(lines) and all(HEADING_LINE.fullmatch(ln) for ln in lines)
