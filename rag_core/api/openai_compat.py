@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..models import Answer
 from ..render import closest_heading
 from ..text.messages import LANGUAGES
+from ..text.sentences import close_fences, open_fence
 from ..render import escape_md, passage_markdown
 from ..schemas import AnswerOut
 from . import answering
@@ -132,7 +133,7 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, p: Pri
 
     if not body.stream:
         answer, qid = await anyio.to_thread.run_sync(answering.answer, ws, q, metrics)
-        content = answer.text + sources_block(answer)
+        content = close_fences(answer.text) + sources_block(answer)
         return {"id": cid, "object": "chat.completion", "created": created, "model": body.model,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
                              "finish_reason": "stop"}],
@@ -146,21 +147,27 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, p: Pri
     async def stream():
         yield chunk({"role": "assistant", "content": ""})
         shown = ""  # what the client has been sent since the last restart
+        sent = ""  # all of it: the Sources list must not land inside a fence left open
         try:
             async for ev in answering.events(ws, q, request.is_disconnected):
                 if ev.kind == "token":
                     shown += ev.text
+                    sent += ev.text
                     yield chunk({"content": ev.text})
                 elif ev.kind == "restart":
                     # The chain replaces its text (a rewrite): a stream cannot take text back.
                     yield chunk({"content": "\n\n— revised —\n\n" + ev.text})
                     shown = ev.text
+                    sent += "\n\n— revised —\n\n" + ev.text
                 elif ev.kind == "answer":
                     a = ev.answer
                     qid = await anyio.to_thread.run_sync(answering.record, ws, q, a, metrics)
-                    tail = ""
+                    # the stream stopped inside a code block: close it, or what follows is code
+                    tail = "\n" + open_fence(sent) if open_fence(sent) else ""
                     if _norm(shown) != _norm(a.text):
-                        tail = (("\n\n— checked answer —\n\n" if shown.strip() else "") + a.text)
+                        tail += ("\n\n— checked answer —\n\n" if shown.strip() else "") + a.text
+                    if open_fence(sent + tail):
+                        tail += "\n" + open_fence(sent + tail)
                     tail += sources_block(a)
                     yield chunk({"content": tail} if tail else {}, "stop", groundwork=extra(a, qid))
         except Exception as exc:  # noqa: BLE001 - the status line is sent: say so in the stream

@@ -13,7 +13,7 @@ from ..grounding.verify import confidence
 from ..models import Answer, Citation, Claim, ScoredChunk
 from ..retrieval.query import key_terms
 from ..text import messages
-from ..text.sentences import only_headings
+from ..text.sentences import close_fences, only_headings
 from ..text.stopwords import STOPWORDS as STOPWORDS_BY_LANG
 from .extractive import Evidence as Reading
 from .passage import passage_for, sentence_by_terms
@@ -43,7 +43,7 @@ def answer(kit: Kit, draft: Draft, checked: Checked, decision: Decision, sig: Si
     whole = sig.route in ("document", "compare")
     timings = {**turn.timings, "total": ms(turn.t0)}
     return Answer(
-        question=turn.req.question, text=res.text, citations=res.citations, claims=checked.claims,
+        question=turn.req.question, text=close_fences(res.text), citations=res.citations, claims=checked.claims,
         grounding_score=checked.grounding, answers_question=aq,
         confidence=checked.grounding if aq is None else confidence(checked.grounding, aq),
         abstained=False, language=turn.language, invalid_citations=res.invalid,

@@ -130,3 +130,24 @@ def only_headings(text: str) -> bool:
     """A passage that is nothing but Markdown headings ("## Ausleihe"): it answers nothing."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     return bool(lines) and all(HEADING_LINE.fullmatch(ln) for ln in lines)
+
+
+_FENCE_LINE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})", re.M)
+
+
+def open_fence(text: str) -> str:
+    """The fence a Markdown text leaves open ("```" when a model stopped inside a code block),
+    or "" when every fence is closed: an open one would swallow whatever follows it."""
+    opened = ""
+    for m in _FENCE_LINE.finditer(text):
+        mark = m.group(1)
+        if not opened:
+            opened = mark
+        elif mark[0] == opened[0] and len(mark) >= len(opened):
+            opened = ""
+    return opened
+
+
+def close_fences(text: str) -> str:
+    fence = open_fence(text)
+    return f"{text.rstrip()}\n{fence}" if fence else text

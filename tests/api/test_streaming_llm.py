@@ -106,3 +106,47 @@ def test_a_client_that_disconnects_mid_stream_stops_the_work(llm_server):
     after = len(chat.produced)
     assert after - at_leave <= 3, (at_leave, after)
     assert after < len(ANSWER.split()) / 2
+
+
+def test_a_model_that_stops_inside_a_code_block_leaves_no_fence_open(tmp_path_factory):
+    """Issue 50: an unclosed ``` in the model's answer swallowed the "Sources:" list. Both the
+    OpenAI-compatible endpoint's message and /v1/query's answer come back balanced."""
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    data = build_data(tmp_path_factory.mktemp("fence"))
+    settings = get_settings(data).model_copy(update={"llm_crag": False, "llm_condense": False, "llm_verify": False})
+    ws = Workspace(settings)
+    said = "The office opens at 8 o'clock on weekdays [1].\n\n```\nopen --weekdays --at 8"
+    ws.__dict__["chat_model"] = FakeListChatModel(responses=[said] * 10)
+    key = ApiKeys(ws.db).create("alice", "read", by=Caller.operator()).key
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(workspace=ws), host="127.0.0.1", port=port, log_level="warning"))
+    t = threading.Thread(target=server.run, daemon=True)
+    t.start()
+    deadline = time.time() + 60
+    while not server.started:
+        assert time.time() < deadline and t.is_alive(), "server did not start"
+        time.sleep(0.1)
+    base, auth = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {key}"}
+    try:
+        msg = [{"role": "user", "content": "When does the office open?"}]
+        r = httpx.post(f"{base}/v1/chat/completions", json={"model": "groundwork/handbook", "messages": msg},
+                       headers=auth, timeout=120).json()
+        content = r["choices"][0]["message"]["content"]
+        assert content.count("```") % 2 == 0 and "Sources:" in content, content
+        assert content.index("Sources:") > content.rindex("```")  # the list is outside the code block
+        streamed = ""
+        with httpx.stream("POST", f"{base}/v1/chat/completions", headers=auth, timeout=120,
+                          json={"model": "groundwork/handbook", "messages": msg, "stream": True}) as resp:
+            for line in resp.iter_lines():
+                if line.startswith("data: {"):
+                    delta = json.loads(line[6:])["choices"][0]["delta"]
+                    streamed += delta.get("content") or ""
+        assert streamed.count("```") % 2 == 0 and streamed.index("Sources:") > streamed.rindex("```"), streamed
+        q = httpx.post(f"{base}/v1/query", json={"question": "When does the office open?",
+                                                 "knowledge_bases": ["handbook"]}, headers=auth, timeout=120).json()
+        assert q["answer"].count("```") % 2 == 0, q["answer"]
+    finally:
+        server.should_exit = True
+        t.join(30)
+        ws.close()
