@@ -6,7 +6,9 @@ it failed). A part receives the kit; it never builds a model or an index itself.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+import time
+from collections import deque
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
 from langchain_core.messages import AIMessage, HumanMessage
@@ -65,6 +67,8 @@ class Kit:
     llm: Any = None  # chat model | StrOutputParser, or None offline
     fast: Any = None  # the fast model for the small steps (the answer model when none is set)
     locate_page: Callable | None = None
+    # seconds to the model's first visible words, last answers first: the estimate reading_note shows
+    first_words: deque = field(default_factory=lambda: deque(maxlen=20))
 
     @property
     def generator(self):
@@ -109,7 +113,20 @@ class Kit:
         # Qwen2.5 0.5B copied a format's example rather than filling it (generation/judge.py)
         task = EVIDENCE_TASK if reminder is None and self.settings.llm_evidence and not self.settings.llm_gguf else None
         value = self.prompt_value(turn, sources, task=task, reminder=reminder)
+        yield AnswerEvent("status", self.reading_note(len(sources)))
         return (yield from self.stream_text(self.generator, value, config))
+
+    def reading_note(self, passages: int) -> str:
+        """What the page says while the model reads, before its first words: how long that
+        usually takes here, measured on this process's last answers (a local model on a CPU
+        can take half a minute; a blank space that long reads as broken)."""
+        s = self.settings
+        who = s.llm_label if s.llm_gguf else s.llm_model
+        note = f"Reading {passages} passage{'s' if passages != 1 else ''} with {who}…"
+        if self.first_words:
+            typical = sorted(self.first_words)[len(self.first_words) // 2]
+            note += f" first words usually after about {max(1, round(typical))} s on this machine."
+        return note
 
     def stream_text(self, runnable, value, config) -> Iterator[AnswerEvent]:
         """Stream the model's text, stopped by the StreamGuard when it loops, echoes the prompt's
@@ -119,7 +136,7 @@ class Kit:
         EVIDENCE_TASK) is never shown: its quotes come back in `Written.evidence`."""
         s = self.settings
         guard = StreamGuard(s.llm_max_tokens * CHARS_PER_TOKEN, s.llm_answer_seconds)
-        shown = 0
+        shown, started = 0, time.perf_counter()
         stream = runnable.stream(value, config)
         try:
             for piece in stream:
@@ -130,6 +147,8 @@ class Kit:
                 if len(body) < shown:
                     yield AnswerEvent("restart", body)
                 elif len(body) > shown:
+                    if not shown:
+                        self.first_words.append(time.perf_counter() - started)
                     yield AnswerEvent("token", body[shown:])
                 shown = len(body)
                 if guard.reason:

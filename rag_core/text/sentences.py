@@ -132,14 +132,14 @@ def only_headings(text: str) -> bool:
     return bool(lines) and all(HEADING_LINE.fullmatch(ln) for ln in lines)
 
 
-_FENCE_LINE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})", re.M)
+_FENCE_MARK = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})", re.M)
 
 
 def open_fence(text: str) -> str:
     """The fence a Markdown text leaves open ("```" when a model stopped inside a code block),
     or "" when every fence is closed: an open one would swallow whatever follows it."""
     opened = ""
-    for m in _FENCE_LINE.finditer(text):
+    for m in _FENCE_MARK.finditer(text):
         mark = m.group(1)
         if not opened:
             opened = mark

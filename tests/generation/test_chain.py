@@ -398,7 +398,9 @@ def test_llm_failure_mid_stream_restarts_offline_and_says_so(ws):
     eng = engine_with(ws, StreamsThenFails(responses=["unused"]))
     events = list(eng.chain.stream(ws.answer_request(["facts"], "What is the capital of France?", caller=OP)))
     kinds = [e.kind for e in events]
-    assert kinds[:3] == ["token", "token", "notice"] and kinds[3] == "restart"
+    # what the page says while the model reads, its tokens, then the failure said and taken back
+    assert events[0].kind == "status" and events[0].text.startswith("Reading ")
+    assert kinds[1:4] == ["token", "token", "notice"] and kinds[4] == "restart"
     a = events[-1].answer
     assert a.mode == "extractive" and "Paris is the capital of France" in a.text and a.citations
     assert "did not answer (ConnectionError)" in a.models["llm_error"]

@@ -77,6 +77,9 @@ def test_answer_engine_streams_real_llm_answer(server, tmp_path):
     # often loops ("The answer is Paris." again and again): then the stream guard takes the
     # repeats back (a restart) and says so (a notice) before the verification starts
     kinds = [e["type"] for e in events]
+    # first what the page says while the model reads ("Reading 2 passages with …")
+    assert kinds[0] == "status" and events[0]["text"].startswith("Reading "), kinds
+    kinds = kinds[1:]
     assert kinds[:len(tokens)] == ["token"] * len(tokens) and kinds[-2:] == ["status", "answer"], kinds
     assert set(kinds[len(tokens):-2]) <= {"restart", "notice"}, kinds
     assert ("restart" in kinds) == ("llm_cut" in events[-1]["answer"].models), kinds

@@ -116,3 +116,16 @@ def test_past_the_time_limit_the_offline_answer_stands_in_and_says_why(tmp_path,
     assert a.mode == "extractive" and "boil" not in a.text
     assert any(e.kind == "restart" for e in events)  # what the model had written is taken back
     ws.close()
+
+
+def test_the_page_is_told_what_happens_before_the_first_words(tmp_path, server, docs):
+    """Before the model's first words the chain says what it reads and with which model; once
+    this process has timed an answer, how long the first words usually take here."""
+    server.reader = Script({DESCALE: "Descale the kettle monthly with white vinegar [1]."})
+    ws = workspace(tmp_path, docs, server.base_url)
+    first = list(ws.answers.chain.stream(ws.answer_request(["k"], DESCALE, caller=OP, no_cache=True)))
+    assert first[0].kind == "status" and first[0].text.startswith("Reading ") and "scripted" in first[0].text
+    assert "usually" not in first[0].text  # nothing measured yet: no made-up estimate
+    again = list(ws.answers.chain.stream(ws.answer_request(["k"], DESCALE, caller=OP, no_cache=True)))
+    assert again[0].kind == "status" and "first words usually after about 1 s on this machine" in again[0].text
+    ws.close()
