@@ -304,3 +304,30 @@ def changes(a: list[Chunk], b: list[Chunk], language: str = "en", limit: int = 8
             and not any(s == x for x, _, _ in ub)]
     out += [(None, (s, c)) for j, (s, c, _) in enumerate(ub) if j not in used_b]
     return out[:limit]
+
+
+# What tells two documents apart as versions: the words of a file name or title that are not a
+# version, a date or a copy mark ("handbook-v2-final (1).pdf" → {"handbook"}).
+_VERSION_WORDS = re.compile(r"(?i)\b(?:v(?:er(?:sion)?)?\.?\s*\d[\w.]*|draft|final|rev(?:ision)?\s*\d*|copy|"
+                            r"new|old|latest|updated?|\d+)\b")
+SAME_SENTENCES = 0.5  # near-identical: half the shorter document's sentences are in the other word for word
+
+
+def name_stem(name: str) -> str:
+    base = re.sub(r"\.[A-Za-z0-9]{1,5}$", "", name or "")
+    words = _VERSION_WORDS.sub(" ", re.sub(r"[_\-.()\[\]]+", " ", base)).lower().split()
+    return " ".join(words)
+
+
+def versions_of_one(a_name: str, a_title: str, b_name: str, b_title: str, a: list[Chunk], b: list[Chunk]) -> bool:
+    """Whether two documents are versions of one document, so that a sentence diff ("what
+    changed") answers a comparison: the same file name or title once version numbers, dates and
+    copy marks are set aside, or near-identical text. R-intro.pdf and R-FAQ.pdf share a few
+    boilerplate sentences and are not versions of each other (issue 50: they were compared as
+    20 near-identical sentence pairs)."""
+    stems = {name_stem(a_name), name_stem(a_title)} - {""}
+    if stems & ({name_stem(b_name), name_stem(b_title)} - {""}):
+        return True
+    sa = {" ".join(x.split()) for c in a for x in split_sentences(c.text)}
+    sb = {" ".join(x.split()) for c in b for x in split_sentences(c.text)}
+    return bool(sa and sb) and len(sa & sb) >= SAME_SENTENCES * min(len(sa), len(sb))

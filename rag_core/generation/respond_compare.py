@@ -51,7 +51,7 @@ def respond_compare(kit: Kit, ctx: Context, config) -> Iterator[AnswerEvent]:
             yield AnswerEvent("notice", ctx.turn.models["llm_error"])
             yield AnswerEvent("restart")
     lines, used, leads = [], [], {}
-    if not topic and len(docs) == 2:
+    if not topic and len(docs) == 2 and _versions(kit, docs):
         # two versions of one document ("what changed?"): the sentences that differ
         lines, used, leads = changes(kit, docs)
         if lines:
@@ -107,6 +107,12 @@ def _per_document(kit: Kit, ctx: Context, per_doc, topic: str) -> tuple[list[str
         date = f" ({d.date})" if d.date else ""
         lines.append(f"- {item_heading(d.source)}{date}: {cite(sentence, len(used))}")
     return lines, used
+
+
+def _versions(kit: Kit, docs: list[CatalogueEntry]) -> bool:
+    a, b = docs
+    return docread.versions_of_one(a.source, a.title, b.source, b.title, kit.store.document_chunks(a.kb_id, a.doc_id),
+                                   kit.store.document_chunks(b.kb_id, b.doc_id))
 
 
 def changes(kit: Kit, docs: list[CatalogueEntry]) -> tuple[list[str], list[ScoredChunk], dict[int, list[str]]]:

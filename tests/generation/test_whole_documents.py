@@ -231,3 +231,30 @@ def test_grounded_only_drops_unsupported_sentences_of_a_whole_document_answer(tm
         assert all(c.label != "unsupported" for c in a.claims)
     finally:
         ws.close()
+
+
+def test_two_different_documents_are_not_compared_as_versions(offline):
+    """The sentence diff serves two versions of one document only (issue 50: R-intro.pdf and
+    R-FAQ.pdf were answered as 20 sentence pairs 'what changed between them')."""
+    a = offline.ask(["ops"], "Compare harbour-guide.md and travel-2023.md", caller=OP)
+    assert a.route == "compare" and "what changed" not in a.signals["read"]
+    assert {c.source for c in a.citations} == {"harbour-guide.md", "travel-2023.md"}
+
+
+def test_versions_are_told_by_name_title_or_near_identical_text():
+    from rag_core.generation.document_reader import versions_of_one
+    from rag_core.models import Chunk
+
+    def doc(*sentences):
+        return [Chunk(chunk_id=f"c{i}", doc_id="d", kb_id="k", text=s, ordinal=i) for i, s in enumerate(sentences)]
+
+    shared = ["Copyright the R Core Team.", "Permission is granted to copy this manual.", "See the FAQ for more."]
+    own = ["R is a language for statistics.", "Vectors are the basic objects.", "Use c() to combine.",
+           "Factors hold categories.", "Lists hold anything."]
+    intro = doc(*shared, *own)
+    faq = doc(*shared, "Why is 0.1 + 0.2 not 0.3?", "How do I cite R?", "What is CRAN?", "Is R free software?",
+              "Where are the mailing lists?")
+    assert not versions_of_one("R-intro.pdf", "An Introduction to R", "R-FAQ.pdf", "R FAQ", intro, faq)
+    assert versions_of_one("handbook-v1.pdf", "", "handbook_2024-final.pdf", "", intro, faq)  # by name
+    edited = doc(*shared, *own[:-1], "Lists hold anything at all.")
+    assert versions_of_one("intro.pdf", "", "manual.pdf", "", intro, edited)  # by text: 7 of 8 sentences the same
