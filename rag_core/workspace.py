@@ -512,7 +512,9 @@ class Workspace:
         passage = citation.snippet or chunk.text
         span = (chunk.page_start, max(chunk.page_end, chunk.page_start))
         if page is None:
-            page = best_page(path, *span, passage)
+            # the page the citation names ("p. 9"), placed by the words that cite it
+            # (record.place_pages): the viewer opens that one, not another guess of its own
+            page = citation.page if span[0] <= (citation.page or 0) <= span[1] else best_page(path, *span, passage)
         return replace(self.page_cache.get(path, page, passage, ocr=self.settings.ocr), span=span)
 
     def cited_context(self, citation: Citation, *, caller: Caller) -> list[tuple[str, bool]]:

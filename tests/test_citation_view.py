@@ -158,3 +158,26 @@ def test_the_band_shows_the_highlighted_lines_first(pdf):
     bx0, by0, bx1, by1 = edge_bbox(highlight_band(view))
     assert (bx0, bx1, by1 - by0) == (fx0, fx1, fy1 - fy0)  # the whole highlight, uncut, is in the band
     assert highlight_band(render_pdf_page(pdf, 1, "Spring tides reach 6 metres in March.")) is None
+
+
+def test_the_viewer_opens_the_page_the_citation_names(tmp_path):
+    """Issue 50: a "p. 9" citation opened page 10. A passage crossing a page break is cited for
+    the page of the words that cite it; the viewer opens that page."""
+    from dataclasses import replace
+
+    from tests.helpers import make_pdf
+
+    pdf = tmp_path / "keeper.pdf"
+    pdf.write_bytes(make_pdf(["The lighthouse keeper lives on the rock all year.",
+                              "The keeper climbs 217 steps to the lamp every evening."]))
+    ws = Workspace(get_settings(tmp_path / "data"))
+    ws.create_kb("Coast", caller=Caller.operator())
+    ws.ingest("Coast", [pdf], caller=Caller.operator())
+    a = ws.ask(["Coast"], "How many steps does the keeper climb?", caller=Caller.operator())
+    c = a.citations[0]
+    assert ws.cited_page(c, caller=Caller.operator()).page == c.page
+    chunk = ws.store.get_chunks([c.chunk_id])[0]
+    if chunk.page_end > chunk.page_start:  # the passage crosses the break: either page may be named
+        for named in (chunk.page_start, chunk.page_end):
+            assert ws.cited_page(replace(c, page=named), caller=Caller.operator()).page == named
+    ws.close()
