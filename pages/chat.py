@@ -64,6 +64,14 @@ def start_new_chat() -> None:
 def open_thread(thread_id: str) -> None:
     st.session_state.thread_id = thread_id
     st.session_state.pop("pending_question", None)
+    # the conversation's knowledge bases come with it (issue 50: the sidebar kept the previous
+    # ones, so a follow-up went to other documents); a callback may still set the widget's state
+    try:
+        names = ws.thread_kbs(thread_id, caller=me)
+    except GroundworkError:
+        return
+    if names:
+        st.session_state.selected_kbs = names
 
 
 # The conversation list is drawn last, into this slot, so a thread started by this run's

@@ -361,6 +361,13 @@ class CallerFeedback:
     def rating_of(self, query_id: str) -> tuple[int, str, str | None] | None:
         return self._log.rating_of(query_id) if self.owns(query_id) else None
 
+    def kb_ids_of(self, query_id: str) -> list[str]:
+        """The knowledge bases a question of the caller's was asked of ([] for another's)."""
+        if not self.owns(query_id):
+            return []
+        r = self._log.db.query_one("SELECT kb_ids FROM queries WHERE query_id=?", (query_id,))
+        return json.loads(r["kb_ids"]) if r else []
+
     def frame(self) -> pd.DataFrame:
         df = self._log.frame(self._names, unknown="(hidden)")
         if not self.caller.admin:

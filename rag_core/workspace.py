@@ -497,6 +497,13 @@ class Workspace:
 
         return PageCache()
 
+    def thread_kbs(self, thread_id: str, *, caller: Caller) -> list[str]:
+        """The knowledge bases a conversation's last question was asked of, by name, those the
+        caller may still see: opening the conversation selects them again (issue 50)."""
+        asked = [m["query_id"] for m in self.conversations(caller=caller).messages(thread_id) if m.get("query_id")]
+        ids = self.feedback_for(caller=caller).kb_ids_of(asked[-1]) if asked else []
+        return [kb.name for kb in self.list_kbs(caller=caller) if kb.kb_id in ids]
+
     def cited_page(self, citation: Citation, page: int | None = None, *, caller: Caller):
         """The cited PDF page as an image with the passage highlighted (None when the original
         is not a PDF or was not kept: show `cited_context` instead)."""

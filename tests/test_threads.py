@@ -71,3 +71,32 @@ def test_titles_are_the_questions_topic_words():
     assert title_for("What is the capital of France?") == "Capital France"
     assert title_for("Why?") == "Why?"  # no topic words: the question itself
     assert len(title_for("word " * 100)) <= 80
+
+
+def test_a_conversation_remembers_the_knowledge_bases_it_asked(tmp_path):
+    """Opening a conversation selects its knowledge bases again (issue 50: the sidebar kept the
+    previous ones); another user's conversation tells nothing."""
+    from rag_core.access import Caller
+    from rag_core.config import get_settings
+    from rag_core.workspace import Workspace
+
+    ws = Workspace(get_settings(tmp_path / "data"))
+    ann = Caller(user="ann")
+    for name, text in (("Geo", "Iceland has about 130 volcanoes."), ("Food", "Sourdough rises for twelve hours.")):
+        ws.create_kb(name, caller=ann)
+        (tmp_path / f"{name}.md").write_text(f"# {name}\n\n{text}\n")
+        ws.ingest(name, [tmp_path / f"{name}.md"], caller=ann)
+    convs, log = ws.conversations(caller=ann), ws.feedback_for(caller=ann)
+    tid = convs.create()
+    for kb, q in (("Geo", "How many volcanoes does Iceland have?"), ("Food", "How long does sourdough rise?")):
+        a = ws.ask([kb], q, caller=ann)
+        convs.add(tid, "user", q)
+        convs.add(tid, "assistant", a.text, a, log.log_answer(a, [ws.get_kb(kb, caller=ann).kb_id], thread_id=tid))
+    assert ws.thread_kbs(tid, caller=ann) == ["Food"]  # its last question's
+    from rag_core.errors import GroundworkError
+
+    try:
+        assert ws.thread_kbs(tid, caller=Caller(user="bob")) == []
+    except GroundworkError:
+        pass  # not bob's conversation: it reads like a missing one
+    ws.close()
