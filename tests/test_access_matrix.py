@@ -104,7 +104,8 @@ CALLER_SCOPED = {"list_kbs", "create_kb", "conversations", "feedback_for", "last
                  "gap_report", "feedback_signals", "revert_feedback", "delete_my_questions", "export_user_data",
                  "erase_user_data", "calibrate_answer_policy", "start_calibration", "calibration_status",
                  "reembed",  # admins only: tests/test_reembed.py
-                 "cache_stats"}  # admins only: below
+                 "cache_stats",  # admins only: below
+                 "thread_kbs"}  # the caller's own conversation: below, with Bob asking of Alice's
 # process lifecycle, and retention: it applies each knowledge base's own setting (an owner's
 # choice, made through update_kb), not a caller's request
 NO_IDENTITY = {"close", "start_worker", "purge_expired"}
@@ -229,6 +230,8 @@ def test_caller_scoped_surfaces(world, tmp_path):
         with pytest.raises(NotFound):
             fn()
     assert len(mine.messages(tid)) == 1
+    with pytest.raises(NotFound):  # which knowledge bases her conversation asked: not Bob's to know
+        ws.thread_kbs(tid, caller=BOB)
     # feedback: Bob can neither rate nor read Alice's answer; the same words as a missing one
     answer = ws.ask(["Alpha"], "When does the merger close?", caller=ALICE)
     qid = ws.feedback_for(caller=ALICE).log_answer(answer, [targets["Alpha"].kb_id])

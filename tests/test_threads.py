@@ -93,10 +93,10 @@ def test_a_conversation_remembers_the_knowledge_bases_it_asked(tmp_path):
         convs.add(tid, "user", q)
         convs.add(tid, "assistant", a.text, a, log.log_answer(a, [ws.get_kb(kb, caller=ann).kb_id], thread_id=tid))
     assert ws.thread_kbs(tid, caller=ann) == ["Food"]  # its last question's
-    from rag_core.errors import GroundworkError
+    import pytest
 
-    try:
-        assert ws.thread_kbs(tid, caller=Caller(user="bob")) == []
-    except GroundworkError:
-        pass  # not bob's conversation: it reads like a missing one
+    from rag_core.errors import NotFound
+
+    with pytest.raises(NotFound):  # not bob's conversation: it reads like a missing one
+        ws.thread_kbs(tid, caller=Caller(user="bob"))
     ws.close()
