@@ -175,14 +175,28 @@ def sentence_on(terms: set[str], text: str, language: str = "en") -> str | None:
     return best
 
 
+# Sections a summary shows only when room is left: a question as a heading (an FAQ entry), bug
+# notes, errata, change logs, indices and appendices. A summary says what a document is for and
+# its main parts (issue 50: "Summarize R-FAQ.pdf" led with "9 R Bugs: This is not a bug").
+_MINOR = re.compile(r"\?\s*$|\bbugs?\b|\berrat|change ?log|release notes|\bnews\b|known (issues|problems)|"
+                    r"\bappendi|\bindex\b|\bglossary|\breferences?\b|\bbibliograph", re.I)
+
+
 def outline_sections(secs: list[Section], limit: int) -> list[int]:
-    """Indexes of the sections an outline shows sentences for: all of them up to `limit`;
-    beyond, the largest, front matter (contents, acknowledgements, licence) last, in
-    document order."""
+    """Indexes of the sections an outline shows sentences for, in document order: all of them
+    up to `limit`; beyond, the first body section (where a document says what it is for) and
+    then the largest, minor sections (FAQ questions, bug notes, indices) after the body and
+    front matter (contents, acknowledgements, licence) last."""
     if len(secs) <= limit:
         return list(range(len(secs)))
-    rank = sorted(range(len(secs)), key=lambda i: (bool(_FRONT_MATTER.search(secs[i].heading)), -secs[i].tokens, i))
-    return sorted(rank[:limit])
+
+    def kind(i: int) -> int:
+        head = secs[i].heading
+        return 2 if _FRONT_MATTER.search(head) else 1 if _MINOR.search(head) else 0
+
+    first = next((i for i in range(len(secs)) if kind(i) == 0), None)
+    rank = sorted((i for i in range(len(secs)) if i != first), key=lambda i: (kind(i), -secs[i].tokens, i))
+    return sorted(([first] if first is not None else []) + rank[:limit - (first is not None)])
 
 
 def outline(chunks: list[Chunk], limit: int, language: str = "en", method: str = "centroid",

@@ -172,10 +172,13 @@ class Verifier:
         firsts, seconds, where = [], [], []
         for i, c in enumerate(claims):
             key = quotation_key(c)
+            # An outline item's lead ("- R FAQ: …") is our framing: the copy after it is what is
+            # judged (issue 50: a title page's two lines under its lead read partial, as a fragment)
+            bare = next((key[len(h):] for hs in heads for h in hs if key.startswith(h)), key)
             # A short claim that is a whole sentence or line of a source, inside a longer answer
             # (a list item or a command of a copied passage), is that source's text, not an
             # answer to the question on its own: it is matched like any quotation.
-            quoted_line = len(claims) > 1 and bool(key) and any(key in ns for ns in norm_src)
+            quoted_line = len(claims) > 1 and bool(bare) and any(bare in ns for ns in norm_src)
             if question and not quoted_line and is_fragment(c, key in whole):
                 out[i], best_win[i], fragments[i] = self._support_fragment(c, question, sentences, titles)
                 continue

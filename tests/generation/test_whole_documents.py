@@ -258,3 +258,20 @@ def test_versions_are_told_by_name_title_or_near_identical_text():
     assert versions_of_one("handbook-v1.pdf", "", "handbook_2024-final.pdf", "", intro, faq)  # by name
     edited = doc(*shared, *own[:-1], "Lists hold anything at all.")
     assert versions_of_one("intro.pdf", "", "manual.pdf", "", intro, edited)  # by text: 7 of 8 sentences the same
+
+
+def test_a_summary_leads_with_the_first_body_section_and_leaves_minor_ones_for_last():
+    """Issue 50: "Summarize R-FAQ.pdf" led with "9 R Bugs". The outline keeps the first body
+    section (what the document is for), then the largest body sections; FAQ questions, bug
+    notes and indices only when room is left, front matter last."""
+    from rag_core.generation.document_reader import Section, outline_sections
+    from rag_core.models import Chunk
+
+    def sec(path, words):
+        return Section(path, [Chunk(chunk_id=path, doc_id="d", kb_id="k", text=" ".join(["word"] * words))])
+
+    secs = [sec("Contents", 900), sec("1 Introduction", 60), sec("2 Installing", 400), sec("3 Using it", 500),
+            sec("4 Why is 0.1 + 0.2 not 0.3?", 800), sec("5 Bugs", 1200), sec("6 Index", 1500)]
+    assert outline_sections(secs, 3) == [1, 2, 3]
+    assert outline_sections(secs, 5) == [1, 2, 3, 4, 5]  # minor ones once the body is in
+    assert outline_sections(secs[:3], 5) == [0, 1, 2]  # all fit: all shown

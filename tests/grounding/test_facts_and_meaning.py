@@ -101,3 +101,17 @@ def test_a_sentence_that_matches_none_of_its_quotes_is_partial_at_best(verifier)
     claim = "Flights to the provincial capital leave Vessa Airstrip twice a week [1]."
     assert [c.label for c in quoted(verifier, claim, FERRY, None)] == ["supported"]
     assert quoted(verifier, claim, FERRY, [FERRY_QUOTE])[0].label in ("partial", "unsupported")
+
+
+def test_an_outline_items_copy_under_its_lead_reads_supported(verifier):
+    """A title page copied into an outline, its two lines joined and no full stop, under the
+    item's lead ("- Kettle Guide: …"): the source's own words, supported (issue 50: such a line
+    read partial, judged as a fragment answer)."""
+    title = "# Kettle Guide\nCare and Cleaning of the Arden Kettle\nEdition 2024-03-01"
+    body = "## Cleaning\n\nDescale the kettle monthly with white vinegar."
+    answer = ("- Kettle Guide: Care and Cleaning of the Arden Kettle Edition 2024-03-01 [1]\n"
+              "- Cleaning: Descale the kettle monthly with white vinegar [2].")
+    claims, grounding = verifier.verify(answer, [title, body], question="Summarize kettle-guide.pdf",
+                                        titles=["Kettle Guide", "Kettle Guide > Cleaning"],
+                                        leads=[["Kettle Guide"], ["Cleaning"]])
+    assert [c.label for c in claims] == ["supported", "supported"] and grounding == 1.0
