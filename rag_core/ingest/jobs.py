@@ -77,13 +77,14 @@ class Job:
         if self.status == "queued":
             return f"waiting to start · {len(self.files)} file(s)"
         if self.status == "running":
+            left = _left(p)
             if p.get("phase") == "embedding" and p.get("chunks_total"):
-                eta = f", about {_dur(p['eta_s'])} left" if p.get("eta_s") else ""
+                eta = (f", about {_dur(left)} left" if left >= 1 else ", almost done") if left is not None else ""
                 return (f"searchable now; computing vectors {p['chunks_done']}/{p['chunks_total']} chunks "
                         f"({p['chunks_done'] / p['chunks_total']:.0%}){eta}")
             line = f"reading {p.get('files_done', 0)}/{len(self.files)} files" + (f" · {p['file']}" if p.get("file") else "")
-            if p.get("eta_s"):
-                line += f", about {_dur(p['eta_s'])} left to read"
+            if left is not None:
+                line += f", about {_dur(left)} left to read" if left >= 1 else ", almost done reading"
             elif p.get("since"):  # the first file: no rate yet, so the time it has taken so far
                 line += f" · {_dur(max(time.time() - p['since'], 0.0))} so far"
             return line
@@ -96,6 +97,14 @@ class Job:
     def locked_files(self) -> list[str]:
         """Files that failed for want of the right password (they wait for one)."""
         return JobQueue.locked(self)
+
+
+def _left(p: dict) -> float | None:
+    """Seconds left: the estimate, less the time since it was made (issue 50: "about 3 s left"
+    stayed on screen for 6 s, until the next file or chunk batch updated it)."""
+    if not p.get("eta_s"):
+        return None
+    return max(0.0, float(p["eta_s"]) - (time.time() - float(p.get("eta_at") or time.time())))
 
 
 def _dur(s: float) -> str:
@@ -342,9 +351,12 @@ class JobRunner:
 
         def on_file(done: int, total: int, name: str) -> None:
             # The reading ETA counts files (their sizes vary; a rough guide), once one is read.
+            # `name` is the file just read: the line names the one being read now (issue 50).
             spent = time.time() - started
+            reading = todo[done][1] if done < len(todo) else name
             q.set_progress(job.job_id, phase="reading", files_done=base_done + done, files_total=len(job.files),
-                           file=name, eta_s=round(spent / done * (total - done), 1) if done else None)
+                           file=reading, eta_s=round(spent / done * (total - done), 1) if done else None,
+                           eta_at=time.time())
 
         last = [0.0]
 
@@ -355,7 +367,7 @@ class JobRunner:
             last[0] = now
             rate = done / max(now - vec_start[0], 1e-6)
             q.set_progress(job.job_id, phase="embedding", chunks_done=done, chunks_total=total,
-                           eta_s=round((total - done) / rate, 1) if rate > 0 and done else None)
+                           eta_s=round((total - done) / rate, 1) if rate > 0 and done else None, eta_at=now)
 
         vec_start = [time.time()]
         try:

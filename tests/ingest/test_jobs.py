@@ -199,3 +199,42 @@ def test_a_running_job_says_how_long_it_has_taken_then_how_long_is_left():
     assert job.summary() == "searchable now; computing vectors 0/400 chunks (0%)"
     job.progress.update(chunks_done=100, eta_s=300.0)
     assert job.summary().endswith("(25%), about 5 min left")
+
+
+def test_the_time_left_counts_down_between_updates():
+    """Issue 50: "about 3 s left" stayed for 6 s; the estimate now counts from when it was made,
+    and reads "almost done" once spent rather than a stale figure."""
+    from rag_core.ingest.jobs import Job
+
+    now = time.time()
+    job = Job("j", "kb", None, "running", now, now, None, [("a", "a.pdf"), ("b", "b.pdf")], [],
+              {"phase": "reading", "files_done": 1, "file": "b.pdf", "eta_s": 40.0, "eta_at": now - 10})
+    assert job.summary() == "reading 1/2 files · b.pdf, about 30 s left to read"
+    job.progress.update(eta_at=now - 50)
+    assert job.summary() == "reading 1/2 files · b.pdf, almost done reading"
+    job.progress.update(phase="embedding", chunks_done=100, chunks_total=400, eta_s=300.0, eta_at=now - 60)
+    assert job.summary().endswith("(25%), about 4 min left")
+
+
+def test_the_reading_line_names_the_file_being_read(tmp_path):
+    """Issue 50: the line named a file already finished. After the first of three files, the
+    progress names the second."""
+
+    ws = Workspace(get_settings(tmp_path / "data"))
+    ws.create_kb("Three", caller=Caller.operator())
+    seen = []
+    real = ws.jobs.set_progress
+
+    def spy(job_id, **p):
+        if p.get("phase") == "reading" and p.get("files_done"):
+            seen.append((p["files_done"], p["file"]))
+        return real(job_id, **p)
+
+    ws.jobs.set_progress = spy
+    job_id = ws.submit_upload("Three", [(f"{n}.txt", f"File {n} says {n} things.".encode()) for n in "abc"],
+                              caller=Caller.operator())
+    deadline = time.time() + 60
+    while ws.jobs.get(job_id).active and time.time() < deadline:
+        time.sleep(0.1)
+    assert seen[:2] == [(1, "b.txt"), (2, "c.txt")], seen
+    ws.close()
