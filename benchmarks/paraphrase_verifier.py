@@ -41,7 +41,6 @@ from rag_core.generation.calibrate import SET_PATH, load_set  # noqa: E402
 from rag_core.grounding import verify as V  # noqa: E402
 from rag_core.grounding.facts import missing as facts_missing  # noqa: E402
 from rag_core.grounding.verify import Verifier  # noqa: E402
-from rag_core.text.analysis import analyze, term_weights  # noqa: E402
 from rag_core.reader import get_reader  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "paraphrase_harness"
@@ -169,9 +168,7 @@ def dump_features(verifier: Verifier, reader, embed, ps: list[dict], out: str) -
             r = float(np.max(reader.supports([sent] * len(wins), wins)))
             vec = embed([sent] + wins)
             cos = float(np.max(vec[1:] @ vec[0]))
-            w = term_weights(analyze(sent), None)
-            terms = set(analyze(f"{p['heading']} {p['passage']}"))
-            ov = sum(v for t, v in w.items() if t in terms) / (sum(w.values()) or 1.0)
+            ov = verifier._term_share(sent, f"{p['heading']} {p['passage']}")  # idf None here, as fitted
             best = wins[int(np.argmax(vec[1:] @ vec[0]))]
             lost = facts_missing(sent, p["passage"], p["heading"], "en", best)
             rows.append({"kind": p["kind"], "half": p["half"], "id": p["id"], "reader": round(r, 4),

@@ -244,7 +244,7 @@ def passage_markdown(passage: str, highlight: str = "") -> str:
     for unit in split_units(passage):
         head = HEADING_LINE.fullmatch(unit.strip())
         if head:  # a document's own "## Ausleihe": its title in bold, not the raw hashes
-            blocks.append(("heading", f"**{escape_md(head.group(1))}**"))
+            blocks.append(("heading", f"**{escape_md(head.group(2))}**"))
             continue
         blocks += _decorated(unit, [], "", _is_highlight(key, unit))
     return join_blocks(blocks)
@@ -327,6 +327,5 @@ def decision_line(answer: Answer) -> str:
     """Who decided to show or withhold this answer, in words (not the rule's internal name): a
     refusal was never "shown by the conservative answer policy"."""
     how = _POLICY_WORDS.get(answer.policy, f"the {answer.policy} answer policy" if answer.policy else "the answer policy")
-    if answer.abstained:
-        return f"Withheld by {how}." + (f" Rule: {answer.decided_by}." if answer.decided_by else "")
-    return f"Shown by {how}." + (f" Rule: {answer.decided_by}." if answer.decided_by else "")
+    rule = f" Rule: {answer.decided_by}." if answer.decided_by else ""
+    return f"{'Withheld' if answer.abstained else 'Shown'} by {how}.{rule}"

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..models import Answer
 from ..render import closest_heading
 from ..text.messages import LANGUAGES
-from ..text.sentences import close_fences, open_fence
+from ..text.sentences import open_fence
 from ..render import escape_md, passage_markdown
 from ..schemas import AnswerOut
 from . import answering
@@ -133,7 +133,7 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, p: Pri
 
     if not body.stream:
         answer, qid = await anyio.to_thread.run_sync(answering.answer, ws, q, metrics)
-        content = close_fences(answer.text) + sources_block(answer)
+        content = answer.text + sources_block(answer)  # balanced by generation/record.py
         return {"id": cid, "object": "chat.completion", "created": created, "model": body.model,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
                              "finish_reason": "stop"}],
@@ -163,11 +163,10 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, p: Pri
                     a = ev.answer
                     qid = await anyio.to_thread.run_sync(answering.record, ws, q, a, metrics)
                     # the stream stopped inside a code block: close it, or what follows is code
-                    tail = "\n" + open_fence(sent) if open_fence(sent) else ""
-                    if _norm(shown) != _norm(a.text):
+                    fence = open_fence(sent)
+                    tail = f"\n{fence}" if fence else ""
+                    if _norm(shown) != _norm(a.text):  # a.text is balanced (generation/record.py)
                         tail += ("\n\n— checked answer —\n\n" if shown.strip() else "") + a.text
-                    if open_fence(sent + tail):
-                        tail += "\n" + open_fence(sent + tail)
                     tail += sources_block(a)
                     yield chunk({"content": tail} if tail else {}, "stop", groundwork=extra(a, qid))
         except Exception as exc:  # noqa: BLE001 - the status line is sent: say so in the stream

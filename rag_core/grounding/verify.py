@@ -56,7 +56,7 @@ MEANING = {"bias": -5.459, "reader": 3.468, "cosine": 3.076, "overlap": 3.731}
 # sentence it leans on): faithful paraphrases read supported 80.8% (68.7% without quotes),
 # changed facts 8.1% (13.1%), invented sentences 0%.
 MEANING_QUOTED = {"bias": -5.977, "reader": 2.973, "cosine": 4.877, "overlap": 4.607}
-UNQUOTED_CAP = (0.6 + 0.35) / 2  # a sentence that matches none of the quotes of its source: partial at best
+UNQUOTED_CAP = (SUPPORTED + PARTIAL) / 2  # a sentence that matches none of the quotes of its source: partial at best
 
 
 def meaning(reader: float, cosine: float | None, overlap: float, line: dict | None = None) -> float:
@@ -223,14 +223,17 @@ class Verifier:
         lost = {}
         for i, j in pairs:
             c = claims[i]
-            w = term_weights(analyze(c), self.idf)
-            src_terms = set(analyze(f"{titles[j]} {sources[j]}"))
-            ov = sum(v for t, v in w.items() if t in src_terms) / (sum(w.values()) or 1.0)
-            score = meaning(out[i, j], cos.get((i, j)), ov)
+            score = meaning(out[i, j], cos.get((i, j)), self._term_share(c, f"{titles[j]} {sources[j]}"))
             gone = facts_missing(c, sources[j], titles[j], language, best_win[i][j])
             lost[i, j] = [f"{f.kind}: {f.text}" for f in gone]
             out[i, j] = min(score, FACT_MISSING) if gone else score
         return lost
+
+    def _term_share(self, claim: str, text: str) -> float:
+        """The share of the claim's weighted terms that `text` holds (the meaning line's overlap)."""
+        w = term_weights(analyze(claim), self.idf)
+        terms = set(analyze(text))
+        return sum(v for t, v in w.items() if t in terms) / (sum(w.values()) or 1.0)
 
     def _quoted(self, claims, sources, titles, pairs, out, best_win, lost, evidence, language) -> None:
         """Evidence spans: where the writer quoted sentences of source j as its evidence, a
@@ -240,7 +243,7 @@ class Verifier:
         that is not in the source's text is no evidence (rejected). A sentence that matches none
         of its source's quotes is partial at best: its writer did not name what it rests on."""
         keys = [quotation_key(s) for s in sources]
-        valid = [[q for q in (evidence[j] if j < len(evidence) else []) if quotation_key(q) and quotation_key(q) in keys[j]]
+        valid = [[q for q in (evidence[j] if j < len(evidence) else []) if (k := quotation_key(q)) and k in keys[j]]
                  for j in range(len(sources))]
         todo = [(i, j, q) for i, j in pairs if valid[j] for q in valid[j]]
         if not todo:
@@ -253,11 +256,8 @@ class Verifier:
             cos = [float(np.dot(vecs[claims[i]], vecs[q])) for i, _, q in todo]
         best: dict[tuple[int, int], tuple[float, float, str, list]] = {}
         for (i, j, q), r, c in zip(todo, p, cos):
-            w = term_weights(analyze(claims[i]), self.idf)
-            terms = set(analyze(f"{titles[j]} {q}"))
-            ov = sum(v for t, v in w.items() if t in terms) / (sum(w.values()) or 1.0)
             gone = facts_missing(claims[i], q, titles[j], language, q)
-            means = meaning(float(r), c, ov, MEANING_QUOTED)
+            means = meaning(float(r), c, self._term_share(claims[i], f"{titles[j]} {q}"), MEANING_QUOTED)
             score = min(means, FACT_MISSING) if gone else means
             if (i, j) not in best or (score, means) > best[i, j][:2]:
                 best[i, j] = (score, means, q, [f"{f.kind}: {f.text}" for f in gone])

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 
 from rag_core.models import Chunk, LoadedDocument
-from rag_core.text.sentences import sentence_starts, split_sentences
+from rag_core.text.sentences import HEADING_LINE, sentence_starts, split_sentences
 
 __all__ = ["chunk_document", "sentence_starts", "split_sentences"]
 
@@ -38,7 +38,6 @@ PROSE = ("paragraph", "list")
 
 # ----------------------------------------------------------------------------- blocks
 
-_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+\S")
 _TABLE_SEPARATOR = re.compile(r"^\|?[\s:|-]*-[\s:|-]*$")
@@ -136,7 +135,7 @@ def _starts_block(line: str, *, list_items: bool) -> bool:
         return False
     return bool(
         _FENCE.match(line)
-        or _HEADING.match(line)
+        or HEADING_LINE.match(line)
         or stripped.startswith("|")
         or (list_items and _LIST_ITEM.match(line))
     )
@@ -173,7 +172,7 @@ def _parse_blocks(t: _Text, max_heading: int) -> list[_Block]:
                 j += 1
             j = min(j + 1, n)  # include the closing fence; an unclosed fence runs to the end
             kind = "code"
-        elif (first == "#" and (m := _HEADING.match(line)) and len(stripped) <= max_heading
+        elif (first == "#" and (m := HEADING_LINE.match(line)) and len(stripped) <= max_heading
               and not _NOT_A_TITLE.fullmatch(m.group(2).strip())):
             blocks.append(_Block("heading", i, i + 1, t.line_start(i), t.line_end(i), len(m.group(1)), m.group(2).strip()))
             i += 1

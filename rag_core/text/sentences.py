@@ -123,7 +123,9 @@ def split_sentences(text: str) -> list[str]:
     return out
 
 
-HEADING_LINE = re.compile(r"#{1,6}[ \t]+(.+?)[ \t#]*")
+# A Markdown ATX heading line: (its level's hashes, its title). The chunker splits sections at
+# these; a passage shown beside an answer draws its own as a title.
+HEADING_LINE = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 
 
 def only_headings(text: str) -> bool:

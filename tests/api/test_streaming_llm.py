@@ -7,6 +7,7 @@ paid LLM API cannot run here. Everything else — server, chain, retrieval, veri
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import threading
@@ -44,12 +45,13 @@ class SlowFakeChat(GenericFakeChatModel):
             yield chunk
 
 
-@pytest.fixture(scope="module")
-def llm_server(tmp_path_factory):
-    data = build_data(tmp_path_factory.mktemp("llm"))
+@contextlib.contextmanager
+def serving(tmp_path_factory, name: str, chat):
+    """(base URL, a read key for alice, the workspace) of an in-process API server whose answer
+    model is `chat` (a LangChain fake chat model: no paid API here)."""
+    data = build_data(tmp_path_factory.mktemp(name))
     settings = get_settings(data).model_copy(update={"llm_crag": False, "llm_condense": False, "llm_verify": False})
     ws = Workspace(settings)
-    chat = SlowFakeChat(messages=itertools.cycle([AIMessage(ANSWER)]), produced=[])
     ws.__dict__["chat_model"] = chat  # before the answer engine is built from it
     key = ApiKeys(ws.db).create("alice", "read", by=Caller.operator()).key
     port = free_port()
@@ -60,10 +62,19 @@ def llm_server(tmp_path_factory):
     while not server.started:
         assert time.time() < deadline and t.is_alive(), "server did not start"
         time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}", key, chat
-    server.should_exit = True
-    t.join(30)
-    ws.close()
+    try:
+        yield f"http://127.0.0.1:{port}", key, ws
+    finally:
+        server.should_exit = True
+        t.join(30)
+        ws.close()
+
+
+@pytest.fixture(scope="module")
+def llm_server(tmp_path_factory):
+    chat = SlowFakeChat(messages=itertools.cycle([AIMessage(ANSWER)]), produced=[])
+    with serving(tmp_path_factory, "llm", chat) as (base, key, _):
+        yield base, key, chat
 
 
 BODY = {"question": "When does the office open?", "knowledge_bases": ["handbook"], "stream": True}
@@ -113,22 +124,9 @@ def test_a_model_that_stops_inside_a_code_block_leaves_no_fence_open(tmp_path_fa
     OpenAI-compatible endpoint's message and /v1/query's answer come back balanced."""
     from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
-    data = build_data(tmp_path_factory.mktemp("fence"))
-    settings = get_settings(data).model_copy(update={"llm_crag": False, "llm_condense": False, "llm_verify": False})
-    ws = Workspace(settings)
     said = "The office opens at 8 o'clock on weekdays [1].\n\n```\nopen --weekdays --at 8"
-    ws.__dict__["chat_model"] = FakeListChatModel(responses=[said] * 10)
-    key = ApiKeys(ws.db).create("alice", "read", by=Caller.operator()).key
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(workspace=ws), host="127.0.0.1", port=port, log_level="warning"))
-    t = threading.Thread(target=server.run, daemon=True)
-    t.start()
-    deadline = time.time() + 60
-    while not server.started:
-        assert time.time() < deadline and t.is_alive(), "server did not start"
-        time.sleep(0.1)
-    base, auth = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {key}"}
-    try:
+    with serving(tmp_path_factory, "fence", FakeListChatModel(responses=[said] * 10)) as (base, key, _):
+        auth = {"Authorization": f"Bearer {key}"}
         msg = [{"role": "user", "content": "When does the office open?"}]
         r = httpx.post(f"{base}/v1/chat/completions", json={"model": "groundwork/handbook", "messages": msg},
                        headers=auth, timeout=120).json()
@@ -146,7 +144,3 @@ def test_a_model_that_stops_inside_a_code_block_leaves_no_fence_open(tmp_path_fa
         q = httpx.post(f"{base}/v1/query", json={"question": "When does the office open?",
                                                  "knowledge_bases": ["handbook"]}, headers=auth, timeout=120).json()
         assert q["answer"].count("```") % 2 == 0, q["answer"]
-    finally:
-        server.should_exit = True
-        t.join(30)
-        ws.close()
