@@ -73,7 +73,8 @@ def _doc(i: int) -> tuple[list[Chunk], np.ndarray]:
 
 def role_ingest(args) -> None:
     store = _store(args.urls, args.ports)
-    log = open(args.log, "a", buffering=1)  # closed at exit; line-buffered so a crash loses nothing
+    log = open(args.log, "a", buffering=1)  # line-buffered so a crash loses nothing
+    log.write(json.dumps({"ev": "ready", "t": time.time()}) + "\n")
     for i in range(args.docs):
         chunks, vecs = _doc(i)
         t = time.time()
@@ -92,12 +93,14 @@ def role_ingest(args) -> None:
         time.sleep(args.pause)
     log.write(json.dumps({"ev": "ingest_done", "retries": store.retries, "degraded_writes": store.degraded_writes,
                           "t": time.time()}) + "\n")
+    log.close()
     store.close()
 
 
 def role_query(args) -> None:
     store = _store(args.urls, args.ports)
     log = open(args.log, "a", buffering=1)
+    log.write(json.dumps({"ev": "ready", "t": time.time()}) + "\n")
     bob = search_filters(Caller(user="bob", groups=frozenset(), tenant=None, admin=False), KBS)
     rng = np.random.default_rng(7)
     n = errors = 0
@@ -117,6 +120,7 @@ def role_query(args) -> None:
         n += 1
         time.sleep(args.pause)
     log.write(json.dumps({"ev": "query_done", "queries": n, "errors": errors, "retries": store.retries}) + "\n")
+    log.close()
     store.close()
 
 
@@ -139,6 +143,15 @@ def node_counts(cluster, collection: str = COLLECTION) -> dict[str, int]:
 def _pct(xs: list[float], p: float) -> float | None:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))] if xs else None
+
+
+def _wait_ready(logs, procs, timeout: float) -> None:
+    end = time.time() + timeout
+    while not all(f.exists() and '"ready"' in f.read_text() for f in logs):
+        if time.time() > end or any(p.poll() not in (None, 0) for p in procs):
+            raise RuntimeError(f"load processes not ready after {timeout:.0f} s "
+                               f"(exit codes {[p.poll() for p in procs]})")
+        time.sleep(0.1)
 
 
 def run_fault(cluster, workdir: Path, docs: int = 300, down_s: float = 10.0, pause: float = 0.02,
@@ -164,7 +177,10 @@ def run_fault(cluster, workdir: Path, docs: int = 300, down_s: float = 10.0, pau
     qry = subprocess.Popen([sys.executable, __file__, "--role", "query", "--log", str(qlog), "--stop", str(stop), *common],
                            env=env)
     t0 = time.time()
-    time.sleep(2.0)
+    # The fault starts once both load processes are connected, not after a fixed delay: on a busy
+    # CI runner their imports alone took longer than the node stayed down, so no load met the fault.
+    _wait_ready((ilog, qlog), (ing, qry), timeout=180.0)
+    time.sleep(1.0)  # a second of load before the fault, for the baseline latency
     killed_at = time.time()
     cluster.kill(0)
     time.sleep(down_s)
