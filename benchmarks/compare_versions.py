@@ -23,7 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rag_core.generation.document_reader import changes, versions_of_one  # noqa: E402
+from rag_core.generation.document_reader import changes, compare_topics, versions_of_one  # noqa: E402
+from rag_core.ingest.chunker import chunk_document  # noqa: E402
 from rag_core.ingest.loaders import load_file  # noqa: E402
 from rag_core.models import Chunk  # noqa: E402
 from rag_core.text.sentences import split_sentences  # noqa: E402
@@ -55,18 +56,23 @@ def main() -> None:
     ap.add_argument("--manuals", required=True)
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "compare_versions.json"))
     args = ap.parse_args()
-    docs = {}
+    docs, sectioned = {}, {}
     for name in MANUALS:
         loaded = load_file(Path(args.manuals) / name)[0]
         docs[name] = (loaded.title, chunks(name, "\n\n".join(loaded.pages).split("\n\n")))
+        sectioned[name] = chunk_document(loaded, doc_id=name, kb_id="k")  # with the headings the app reads
     arts = json.loads(SQUAD.read_text())["data"][:10]  # train side (SPLIT.md)
     squad = {f"{a['title']}.md": (a["title"].replace("_", " "), chunks(a["title"], [p["context"] for p in a["paragraphs"]]))
              for a in arts}
     rows = []
     for group, pool in (("manuals", docs), ("squad", squad)):
         for (na, (ta, ca)), (nb, (tb, cb)) in itertools.combinations(pool.items(), 2):
+            topics = compare_topics(sectioned.get(na, ca), sectioned.get(nb, cb))
             rows.append({"pair": f"{na} | {nb}", "versions": False, "group": group,
-                         "old_fires": bool(changes(ca, cb)), "new_fires": versions_of_one(na, ta, nb, tb, ca, cb)})
+                         "old_fires": bool(changes(ca, cb)), "new_fires": versions_of_one(na, ta, nb, tb, ca, cb),
+                         "shared_topics": [f"{x.section.heading} <> {y.section.heading} ({sim:.2f})"
+                                           for sim, x, y in topics.shared],
+                         "only": [x.section.heading for x in topics.only_a + topics.only_b]})
     for a in arts:
         paras = [p["context"] for p in a["paragraphs"]]
         ca, cb = chunks("a", paras), chunks("b", edited(paras))
@@ -79,6 +85,9 @@ def main() -> None:
         out[group] = {"pairs": len(rs), "old_fires": sum(r["old_fires"] for r in rs),
                       "new_fires": sum(r["new_fires"] and (r["old_fires"] or not r["versions"]) for r in rs)
                       if group != "squad-versions" else sum(r["new_fires"] for r in rs)}
+        if group != "squad-versions":  # the topic-by-topic comparison those pairs now get
+            out[group]["pairs_with_a_shared_topic"] = sum(bool(r["shared_topics"]) for r in rs)
+            out[group]["shared_topics_shown"] = sum(len(r["shared_topics"]) for r in rs)
     print(json.dumps(out, indent=1))
     Path(args.out).write_text(json.dumps({"summary": out, "rows": rows}, indent=1) + "\n")
 

@@ -34,6 +34,7 @@ _FRONT_MATTER = re.compile(r"\b(table of )?contents\b|acknowledg|copyright|licen
 _LEADERS = re.compile(r"(\.\s?){4,}|…{2,}")
 _CODEISH = re.compile(r"^\s*(```|\||[$#>] |[{}();])|[{};]\s*$|^\s*[-*] ?\[|\t")
 MIN_WORDS = 5
+_NUMBER_RUN = re.compile(r"(?:(?<!\S)[-+]?\d+(?:[.,]\d+)?\s+){5}")
 MAX_SENTENCE_CHARS = 400
 
 
@@ -115,6 +116,8 @@ def _eligible(sentence: str) -> bool:
     if len(s) > MAX_SENTENCE_CHARS or len(s.split()) < MIN_WORDS or s.endswith(":"):
         return False
     if _LEADERS.search(s) or _CODEISH.search(sentence) or s.startswith("#"):
+        return False
+    if _NUMBER_RUN.search(s):  # a figure's axis ticks or a table row glued to the sentence
         return False
     letters = sum(ch.isalpha() for ch in s)
     return letters >= 0.6 * len(s.replace(" ", ""))
@@ -345,3 +348,130 @@ def versions_of_one(a_name: str, a_title: str, b_name: str, b_title: str, a: lis
     sa = {" ".join(x.split()) for c in a for x in split_sentences(c.text)}
     sb = {" ".join(x.split()) for c in b for x in split_sentences(c.text)}
     return bool(sa and sb) and len(sa & sb) >= SAME_SENTENCES * min(len(sa), len(sb))
+
+
+# ----------------------------------------------------------------------------- two documents by topic
+
+# A section that describes the document or points elsewhere is no topic two documents share.
+_NOT_TOPIC = re.compile(r"\bindex\b|\bglossary|\breferences?\b|\bbibliograph|\backnowledg", re.I)
+_LEGAL = re.compile(r"copyright|permission is granted|all rights reserved|\u00a9", re.I)  # a copyright page
+SHARED_MIN = 0.2  # tf-idf cosine of two sections for "both cover this" (see compare_topics)
+TOPIC_MIN_TOKENS = 40  # a title page or an author line is not a topic
+
+
+@dataclass
+class TopicItem:
+    section: Section
+    sentence: str
+    chunk: Chunk
+
+
+@dataclass
+class TopicComparison:
+    shared: list[tuple[float, TopicItem, TopicItem]]  # (similarity, A's item, B's item), most similar first
+    only_a: list[TopicItem]  # chapters of A with no section on a shared topic, largest first
+    only_b: list[TopicItem]
+
+
+def _section_terms(secs: list[Section], language: str) -> list[Counter]:
+    return [Counter(analyze(s.text, language)) for s in secs]
+
+
+def _unit_vectors(tfs: list[Counter]) -> list[dict[str, float]]:
+    """Sublinear tf times idf over these sections, L2-normalised."""
+    df = Counter(t for tf in tfs for t in tf)
+    n = len(tfs)
+    out = []
+    for tf in tfs:
+        v = {t: (1.0 + math.log(k)) * math.log(n / df[t]) for t, k in tf.items() if df[t] < n}
+        norm = math.sqrt(sum(x * x for x in v.values())) or 1.0
+        out.append({t: x / norm for t, x in v.items()})
+    return out
+
+
+def _cosine(a: dict[str, float], b: dict[str, float]) -> float:
+    if len(b) < len(a):
+        a, b = b, a
+    return sum(x * b.get(t, 0.0) for t, x in a.items())
+
+
+def _topic_sentence(sec: Section, terms: set[str], language: str) -> TopicItem | None:
+    """The section's eligible sentence sharing most of `terms` (its most central one when none
+    does), with the chunk it was read from."""
+    best, best_n = None, 0
+    for c in sec.chunks:
+        for s in split_sentences(c.text):
+            if not (_eligible(s) and _complete(s)):
+                continue
+            n = len(terms & set(analyze(s, language)))
+            if n > best_n:
+                best, best_n = TopicItem(sec, " ".join(s.split()), c), n
+    return best or _central_item(sec, language)
+
+
+def _complete(sentence: str) -> bool:
+    """Ends as a sentence ends: "To fit the models we use" (code followed) says nothing alone."""
+    return bool(re.search(r"[.!?…。！？][\"'”’)\]]*\s*$", sentence))
+
+
+def _central_item(sec: Section, language: str) -> TopicItem | None:
+    got = [(s, c) for s, c in central_sentences([sec], language, per_section=5)[0] if _complete(s)]
+    return TopicItem(sec, got[0][0], got[0][1]) if got else None
+
+
+def compare_topics(a: list[Chunk], b: list[Chunk], language: str = "en", shared: int = 4,
+                   only: int = 2) -> TopicComparison:
+    """Two documents that are not versions of one another, compared by topic: the pairs of
+    sections (one from each) that treat the same matter, each with the sentence on what they
+    share; then the chapters of each that no shared pair came from.
+
+    Sections are read at the finest heading level (a manual's "12.6 Device drivers", an FAQ's
+    "7.19 How do I produce PNG graphics?"): chapters are too broad to share a topic. Two
+    sections treat the same matter when their tf-idf vectors (idf over both documents'
+        sections) have cosine >= SHARED_MIN; pairs are taken greedily, most similar first, each
+    section in one pair at most. SHARED_MIN was set by reading the pairs it gives on five R
+    manuals (benchmarks/compare_versions.py: above 0.2 the two sections treat the same matter,
+    "How can add-on packages be removed?" and "Removing packages"; between 0.15 and 0.2 they
+    share a word or two, "Encodings" and "X11 issues"); on 45 pairs of unrelated SQuAD
+    articles no pair reaches it."""
+    def topical(secs: list[Section]) -> list[Section]:
+        return [s for s in secs if not (_FRONT_MATTER.search(s.heading) or _NOT_TOPIC.search(s.heading)
+                                        or _LEGAL.search(s.text[:400])) and s.tokens >= TOPIC_MIN_TOKENS]
+
+    fa, fb = topical(sections(a, want=40)), topical(sections(b, want=40))
+    if not fa or not fb:
+        return TopicComparison([], [], [])
+    vecs = _unit_vectors(_section_terms(fa + fb, language))
+    va, vb = vecs[:len(fa)], vecs[len(fa):]
+    sims = sorted(((_cosine(x, y), i, j) for i, x in enumerate(va) for j, y in enumerate(vb)), reverse=True)
+    pairs, used_a, used_b = [], set(), set()
+    for sim, i, j in sims:
+        if sim < SHARED_MIN:
+            break
+        if i in used_a or j in used_b:
+            continue
+        used_a.add(i)
+        used_b.add(j)
+        pairs.append((sim, i, j))
+    out_shared = []
+    for sim, i, j in pairs[:shared]:
+        terms = {t for t, _ in sorted(((t, x * vb[j].get(t, 0.0)) for t, x in va[i].items()),
+                                      key=lambda tx: -tx[1])[:8] if vb[j].get(t)}
+        ia, ib = _topic_sentence(fa[i], terms, language), _topic_sentence(fb[j], terms, language)
+        if ia and ib:
+            out_shared.append((round(sim, 4), ia, ib))
+
+    def only_in(chunks: list[Chunk], fine: list[Section], used: set[int]) -> list[TopicItem]:
+        covered = {fine[k].chunks[0].chunk_id for k in used}
+        chapters = [s for s in topical(sections(chunks)) if not covered & {c.chunk_id for c in s.chunks}]
+        items = []
+        # body chapters before bug notes and FAQ questions (an FAQ has only those), largest first
+        for sec in sorted(chapters, key=lambda s: (bool(_MINOR.search(s.heading)), -s.tokens)):
+            item = _central_item(sec, language)
+            if item:
+                items.append(item)
+            if len(items) == only:
+                break
+        return items
+
+    return TopicComparison(out_shared, only_in(a, fa, used_a), only_in(b, fb, used_b))

@@ -134,6 +134,11 @@ def user_message(question: str, sources: list[ScoredChunk], language: str = "en"
 # The reminder for a whole document or a comparison: the answer covers the sources, not one fact.
 DOCUMENT_REMINDER = ("Answer the request from the sources above: cover the whole document, its main topics in "
                      "order, in a few sentences, each followed by the marker of the section it comes from, like [2].")
+# Two different documents and no topic named: the sources are, per document, its sections on the
+# topics both cover and then its chapters the other lacks (document_reader.compare_topics).
+COMPARE_TOPICS_REMINDER = ("Compare the two documents from the sources above, topic by topic: for each topic both "
+                           "cover, say what each document states, naming it; then say what only one of them "
+                           "covers. Each sentence is followed by its marker, like [2].")
 COMPARE_REMINDER = ("Answer the request from the sources above: for each document, say what it states on the "
                     "question, naming the document, each sentence followed by its marker, like [2]; then say how "
                     "they differ.")

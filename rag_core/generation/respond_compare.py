@@ -20,7 +20,7 @@ from .passage import cite, sentence_by_terms
 from .kit import Kit
 from .planner import CatalogueEntry, topic_terms
 from .policy import model_declined
-from .prompts import COMPARE_REMINDER
+from .prompts import COMPARE_REMINDER, COMPARE_TOPICS_REMINDER
 from .respond_document import item_heading
 from .steps import AnswerEvent, Context, Draft, Turn, ms, reader_reads, timed
 
@@ -33,14 +33,25 @@ def respond_compare(kit: Kit, ctx: Context, config) -> Iterator[AnswerEvent]:
     docs = list(turn.route.documents)
     t = time.perf_counter()
     topic = " ".join(topic_terms(turn.standalone, docs, turn.language))
-    per_doc = [(d, _passages(kit, turn, d, topic, len(docs))) for d in docs]
+    # Two documents and no topic named: two versions of one ("what changed?") are read sentence
+    # by sentence, two different documents topic by topic (docread.compare_topics).
+    shape = ("versions" if _versions(kit, docs) else "topics") if not topic and len(docs) == 2 else "each"
+    found = docread.compare_topics(*(kit.store.document_chunks(d.kb_id, d.doc_id) for d in docs),
+                                   docs[0].language or "en") if shape == "topics" else None
+    if found and found.shared:  # the model reads the sections both cover, then what only one does
+        per_doc = [(d, _topic_sources(found, k)) for k, d in enumerate(docs)]
+    else:
+        per_doc = [(d, _passages(kit, turn, d, topic, len(docs))) for d in docs]
     ctx = replace(ctx, turn=timed(turn, read_documents=ms(t)))
     sources = [s for _, got in per_doc for s in got]
     info = {"read": f"{len(docs)} documents, each " + (f"searched for {topic}" if topic else "through its most central passages"),
             "documents": len(docs)}
+    if found and found.shared:
+        info["read"] = "2 documents, section by section: the topics both cover, then what only one covers"
     if sources and kit.llm_ok(ctx.turn):
         try:
-            text = yield from kit.write(ctx.turn, sources, config, reminder=COMPARE_REMINDER)
+            reminder = COMPARE_TOPICS_REMINDER if found and found.shared else COMPARE_REMINDER
+            text = yield from kit.write(ctx.turn, sources, config, reminder=reminder)
             draft = Draft(ctx, text, sources, "llm", info=info, documents=docs)
             if model_declined(text):  # the refusal is the model's; what each document says is offered
                 lines, used = _per_document(kit, ctx, per_doc, topic)
@@ -51,11 +62,12 @@ def respond_compare(kit: Kit, ctx: Context, config) -> Iterator[AnswerEvent]:
             yield AnswerEvent("notice", ctx.turn.models["llm_error"])
             yield AnswerEvent("restart")
     lines, used, leads = [], [], {}
-    if not topic and len(docs) == 2 and _versions(kit, docs):
-        # two versions of one document ("what changed?"): the sentences that differ
+    if shape == "versions":
         lines, used, leads = changes(kit, docs)
         if lines:
             info = {**info, "read": "2 documents, sentence by sentence: what changed between them"}
+    elif found and found.shared:
+        lines, used, leads = by_topic(docs, found)
     if not lines:
         lines, used = _per_document(kit, ctx, per_doc, topic)
         leads = {n: [_lead(line)] for n, line in enumerate(lines, 1)}
@@ -139,6 +151,42 @@ def changes(kit: Kit, docs: list[CatalogueEntry]) -> tuple[list[str], list[Score
             lines.append(item(docs[0], old, only=new is None))
         if new is not None:
             lines.append(item(docs[1], new, only=old is None))
+    return lines, used, leads
+
+
+def _topic_sources(found: docread.TopicComparison, k: int) -> list[ScoredChunk]:
+    """Document k's (0: A, 1: B) passages on the shared topics, then on the chapters only it
+    covers: the chunk each item's sentence was read from (a whole chapter would not fit)."""
+    items = [(ia, ib)[k] for _, ia, ib in found.shared] + list((found.only_a, found.only_b)[k])
+    seen: set[str] = set()
+    return [ScoredChunk(it.chunk, 1.0, {"document": 1.0}) for it in items
+            if not (it.chunk.chunk_id in seen or seen.add(it.chunk.chunk_id))]
+
+
+def by_topic(docs: list[CatalogueEntry], found: docread.TopicComparison
+             ) -> tuple[list[str], list[ScoredChunk], dict[int, list[str]]]:
+    """Offline comparison of two different documents (docread.compare_topics): for each shared
+    topic, what each says, under its section's heading; then each one's chapters the other
+    does not cover. Every item is "- document § section: the section's own sentence [n]", so
+    each line is a copy the verifier matches, its label our framing (the leads)."""
+    lines: list[str] = []
+    used: list[ScoredChunk] = []
+    pos: dict[str, int] = {}
+    leads: dict[int, list[str]] = {}
+
+    def item(d: CatalogueEntry, it: docread.TopicItem, only: bool = False) -> str:
+        if it.chunk.chunk_id not in pos:
+            used.append(ScoredChunk(it.chunk, 1.0, {"document": 1.0}))
+            pos[it.chunk.chunk_id] = len(used)
+        n = pos[it.chunk.chunk_id]
+        head = f"{'Only in ' if only else ''}{item_heading(d.source)} § {item_heading(it.section.heading)}"
+        leads.setdefault(n, []).append(head)
+        return f"- {head}: {cite(it.sentence, n)}"
+
+    for _, ia, ib in found.shared:
+        lines += [item(docs[0], ia), item(docs[1], ib)]
+    lines += [item(docs[0], it, only=True) for it in found.only_a]
+    lines += [item(docs[1], it, only=True) for it in found.only_b]
     return lines, used, leads
 
 

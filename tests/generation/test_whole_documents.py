@@ -275,3 +275,56 @@ def test_a_summary_leads_with_the_first_body_section_and_leaves_minor_ones_for_l
     assert outline_sections(secs, 3) == [1, 2, 3]
     assert outline_sections(secs, 5) == [1, 2, 3, 4, 5]  # minor ones once the body is in
     assert outline_sections(secs[:3], 5) == [0, 1, 2]  # all fit: all shown
+
+
+FAQ = {
+    "How long are backups kept?": "The nightly backups in the vault directory are kept for seven days. The oldest "
+                                  "backup is deleted when a new one is written. Restoring uses the restore command.",
+    "What happens after failed logins?": "Accounts lock after five failed login attempts. Every failed attempt "
+                                         "appears in the audit log. An administrator can unlock the account.",
+    "Can I bring a guest on board?": "Guests need a visitor pass from the harbour office. The pass is valid for "
+                                     "one day only. Children under twelve travel free of charge.",
+}
+
+
+def test_two_different_documents_compare_topic_by_topic_then_what_only_one_covers(tmp_path, docs):
+    """Issue 50: two documents compare by topic — for each shared topic what each says, then what
+    only one covers — and every item is the section's own sentence, so it reads supported."""
+    (tmp_path / "harbour-faq.md").write_text(harbour_text(FAQ, "Harbour questions"))
+    ws = Workspace(get_settings(tmp_path / "data", answer_cache=False))
+    try:
+        ws.create_kb("ops", caller=OP)
+        ws.ingest("ops", [docs / "harbour-guide.md", tmp_path / "harbour-faq.md"], caller=OP)
+        a = ws.ask(["ops"], "Compare harbour-guide.md and harbour-faq.md", caller=OP)
+        assert a.route == "compare" and "topics both cover" in a.signals["read"]
+        items = [ln[2:] for ln in a.text.splitlines() if ln.startswith("- ")]
+        heads = [i.split(": ", 1)[0] for i in items]
+        # the shared topics come first, as pairs: the guide's section, then the FAQ's on the same matter
+        assert heads[:4] == ["harbour-guide.md § Backups", "harbour-faq.md § How long are backups kept?",
+                             "harbour-guide.md § Security", "harbour-faq.md § What happens after failed logins?"]
+        assert "vault" in items[0] and "vault" in items[1] and "lock" in items[3]
+        # then what only one covers: the FAQ's guests have no counterpart in the guide
+        assert "Only in harbour-faq.md § Can I bring a guest on board?" in heads
+        assert all(h.startswith("Only in ") for h in heads[4:])
+        assert a.grounding_score == 1.0 and all(c.label == "supported" for c in a.claims)
+    finally:
+        ws.close()
+
+
+def test_unrelated_documents_share_no_topic():
+    from rag_core.generation.document_reader import compare_topics
+    from rag_core.models import Chunk
+
+    def doc(name, sections):
+        return [Chunk(chunk_id=f"{name}{i}", doc_id=name, kb_id="k", text=(f"{t} " * 3).strip(), ordinal=i, section=h)
+                for i, (h, t) in enumerate(sections.items())]
+
+    found = compare_topics(doc("a", SECTIONS), doc("b", {
+        "Sourdough": "A sourdough starter is fed with flour and water every day. It rises within eight hours. "
+                     "The dough rests overnight in a cool place.",
+        "Baking": "The oven is heated to two hundred and forty degrees. The loaf bakes for forty minutes. "
+                  "Steam in the first minutes gives the crust its shine.",
+        "Storage": "Bread keeps for three days in a linen bag. Sliced bread can be frozen for a month. "
+                   "Toasting revives a stale slice."}))
+    assert found.shared == []
+    assert found.only_a and found.only_b  # each still has what only it covers
