@@ -136,6 +136,16 @@ def code_block(code: str) -> str:
     return f"{fence}{lang}\n{body}\n{fence}"
 
 
+# A command a manual sets on its own line after a prompt: R's "> q()", a shell's "$ R CMD INSTALL
+# pkg.tar.gz". Read as prose it ran into the sentence ("the command is > q()", issue 50). A "> "
+# line must look like code (brackets, "=", "<-", "?"), so a quoted line of prose stays prose.
+_PROMPT_LINE = re.compile(r"^\s*(?:R?>\s(?=[^\n]*(?:[()\[\]=?]|<-))|[$%]\s(?=[A-Za-z./~]))\S[^\n]{0,118}$")
+
+
+def _command_line(line: str) -> bool:
+    return bool(_PROMPT_LINE.match(line)) and len(line.split()) <= 14
+
+
 def _blocks_md(text: str) -> list[tuple[str, str]]:
     """One unit of text as Markdown blocks: ("prose" | "item" | "code", markdown)."""
     parts = _FENCE_MARK.split(text)
@@ -147,6 +157,20 @@ def _blocks_md(text: str) -> list[tuple[str, str]]:
                     out.append(("code", block))
             elif part.strip():
                 out += _blocks_md(part)
+        return out
+    lines = text.split("\n")
+    if len(lines) > 1 and any(_command_line(ln) for ln in lines):
+        out, run = [], []  # run: consecutive lines of one kind
+        for ln in lines + [None]:
+            if run and (ln is None or _command_line(ln) != _command_line(run[-1])):
+                if _command_line(run[-1]):
+                    if block := code_block("\n".join(x.strip() for x in run)):
+                        out.append(("code", block))
+                else:
+                    out += _blocks_md("\n".join(run))
+                run = []
+            if ln is not None and ln.strip():
+                run.append(ln)
         return out
     m = _LIST_ITEM.match(text)
     if m:

@@ -225,3 +225,36 @@ def test_a_passage_that_is_only_a_heading_is_never_shown_first():
     got = closest_passages([src(0, "## Ausleihe"), src(1, "Bücher können vier Wochen ausgeliehen werden.")],
                            None, 3, "Wie lange kann ich ein Buch ausleihen?", "de")
     assert [c.n for c in got] == [1, 2] and "vier Wochen" in (got[0].passage or got[0].snippet)
+
+
+def test_a_command_on_its_own_line_keeps_its_line():
+    """Issue 50: "the command is\\n> q()" ran into the prose ("the command is > q()"). A prompt
+    line that looks like code ("> q()", "$ R CMD INSTALL pkg.tar.gz") is shown as code on its
+    own line, in an answer and in a passage; a quoted line of prose stays prose."""
+    from rag_core.models import Answer
+    from rag_core.render import answer_markdown, passage_markdown
+
+    text = ("4. To quit the R program the command is\n> q() [1].\n\n"
+            "To install it, type\n$ R CMD INSTALL path/pkg_version.tar.gz\nat the shell prompt [2].")
+    out = render(answer_markdown(Answer(question="q", text=text)))
+    assert "<pre><code>&gt; q()\n</code></pre>" in out
+    assert "<pre><code>$ R CMD INSTALL path/pkg_version.tar.gz\n</code></pre>" in out
+    assert "the command is [¹]." in out and "at the shell prompt [²]." in out
+    out = render(passage_markdown("For help on solve use\n> help(solve)\nAn alternative is\n> ?solve\nas well."))
+    assert "<pre><code>&gt; help(solve)\n</code></pre>" in out and "<pre><code>&gt; ?solve\n</code></pre>" in out
+    quoted = render(passage_markdown("He wrote:\n> We will meet again in spring\nand left."))
+    assert "<pre>" not in quoted and "We will meet again in spring" in quoted
+
+
+def test_a_word_that_starts_with_a_dot_keeps_its_space():
+    """Issue 50: "the user's .GlobalEnv to the file .RData" was shown as "user's.GlobalEnv": the
+    space dropped before punctuation where a marker was removed is not a dot starting a word."""
+    from rag_core.grounding.citations import resolve
+    from rag_core.grounding.verify import plain, quotation_key
+    from rag_core.models import Chunk, ScoredChunk
+
+    s = "save.image() saves the objects in the user's .GlobalEnv to the file .RData [1]."
+    assert plain(s) == "save.image() saves the objects in the user's .GlobalEnv to the file .RData."
+    assert quotation_key("a local .tar.gz file [2] .") == "a local .tar.gz file"
+    src = [ScoredChunk(Chunk(chunk_id="c", doc_id="d", kb_id="k", text=s), 1.0, {})]
+    assert "user's .GlobalEnv" in resolve(s + " Also [9].", src).text  # [9] dropped, spaces kept

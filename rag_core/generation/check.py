@@ -5,13 +5,15 @@ the answer shows; nothing here decides whether it is shown."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
-from ..grounding.citations import attach_markers
+from ..grounding.citations import MARKER, attach_markers
 from ..grounding.verify import answer_sentences, grounding_score, plain
 from ..models import Claim, ScoredChunk
 from .kit import Kit
 from .judge import judge as model_judge
+from .passage import cite
 from .steps import Checked, Turn
 
 
@@ -43,7 +45,8 @@ class Checker:
         kept = [c for c in checked.claims if c.label != "unsupported"]
         if kept and len(kept) < len(checked.claims):
             cited_by = {c.text: c.cited_by for c in checked.claims}
-            text = " ".join(s.strip() for s in answer_sentences(checked.text) if plain(s) in {c.text for c in kept})
+            keep = {c.text for c in kept}
+            text = rewrite_sentences(checked.text, lambda span, claim: span if claim in keep else "")
             claims, grounding = self.verify.invoke((text, checked.sources, question, checked.leads, checked.evidence),
                                                    config)
             for c in claims:
@@ -87,12 +90,35 @@ def fix_citations(draft: str, claims: list[Claim]) -> tuple[str, set[str]]:
     new.update({c.text: c.supported_by for c in claims if c.cited and c.supported_by})
     if not new:
         return draft, set()
-    out, fixed = [], set()
+    fixed: set[str] = set()
+
+    def recite(span: str, claim: str) -> str:
+        if claim not in new:
+            return span
+        fixed.add(claim)
+        return cite(_OLD_MARKERS.sub("", span).rstrip(), new[claim])
+
+    return rewrite_sentences(draft, recite), fixed
+
+
+_OLD_MARKERS = re.compile(r"[ \t]*" + MARKER.pattern, re.I)
+
+
+def rewrite_sentences(draft: str, change) -> str:
+    """The draft with each sentence's span replaced by change(span, its claim text) ("" drops
+    it), everything between sentences (line breaks, paragraphs, a code block's layout) and
+    every character inside a kept sentence as written (issue 50: a re-cited sentence was
+    rebuilt from its claim text, flattened, "local .tar.gz" read "local.tar.gz"). Where a
+    sentence cannot be placed in the draft, the sentences are joined as they split."""
+    out, pos = [], 0
     for sent in answer_sentences(draft):
-        text = plain(sent)
-        if text in new:
-            end = text[-1] if text[-1:] in (".", "!", "?") else ""
-            sent = f"{text[:-1] if end else text} [{new[text]}]{end}"
-            fixed.add(text)
-        out.append(sent.strip())
-    return " ".join(out), fixed
+        body = sent.strip()
+        m = re.compile(r"\s+".join(map(re.escape, body.split()))).search(draft, pos) if body else None
+        if m is None:
+            return " ".join(x for x in (change(s.strip(), plain(s)) for s in answer_sentences(draft)) if x)
+        new = change(m.group(), plain(body))
+        out.append(draft[pos:m.start()] if new or not out else draft[pos:m.start()].rstrip(" \t"))
+        out.append(new)
+        pos = m.end()
+    out.append(draft[pos:])
+    return re.sub(r"\n{3,}", "\n\n", "".join(out)).strip()

@@ -23,7 +23,9 @@ class ResolvedCitations:
 
 _LEADING = re.compile(r"^\s*((?:\[\s*(?:sources?\s*)?\d{1,3}(?:\s*[,;]\s*\d{1,3})*\s*\]\s*)+)", re.I)
 _SENTENCE_END = re.compile(r"[.!?…][\"'”’)]*(?=\s|$)")
-_TRAILING = re.compile(r"([.!?…])([\"'”’)]*)((?:\s*\[\s*(?:sources?\s*)?\d{1,3}(?:\s*[,;]\s*\d{1,3})*\s*\])+)", re.I)
+# a marker already before its sentence's end (". . .) [1].", an ellipsis in the text) stays put
+_TRAILING = re.compile(r"([.!?…])([\"'”’)]*)((?:\s*\[\s*(?:sources?\s*)?\d{1,3}(?:\s*[,;]\s*\d{1,3})*\s*\])+)(?![.!?…])",
+                       re.I)
 
 
 def attach_markers(text: str) -> str:
@@ -74,7 +76,8 @@ def resolve(text: str, sources: list[ScoredChunk], snippets: dict[int, str] | No
         return "".join(f"[{s}]" for s in shown)
 
     new_text = MARKER.sub(repl, text)
-    new_text = re.sub(r"[ \t]+([.,;:!?])", r"\1", new_text)  # "text [9]." with [9] removed → "text."
+    # "text [9]." with [9] removed → "text."; a dot that starts a word (".tar.gz", ".GlobalEnv") keeps its space
+    new_text = re.sub(r"[ \t]+([.,;:!?])(?=[\s\"'”’)\]]|$)", r"\1", new_text)
     new_text = re.sub(r"[ \t]{2,}", " ", new_text).strip()
     citations = [citation_for(shown, sources[orig - 1], (snippets or {}).get(orig))
                  for orig, shown in sorted(mapping.items(), key=lambda kv: kv[1])]

@@ -68,9 +68,15 @@ def meaning(reader: float, cosine: float | None, overlap: float, line: dict | No
     return float(max(reader, 1.0 / (1.0 + np.exp(-z))))
 
 
+# A space before punctuation left where a marker was ("fact [1]." -> "fact ."): dropped. A dot
+# that starts a word (R's ".GlobalEnv", a file ".RData") keeps its space (issue 50: "user's .GlobalEnv"
+# was shown as "user's.GlobalEnv").
+_SPACE_BEFORE_PUNCT = re.compile(r"\s+([.,;:!?…])(?=[\s\"'”’)\]]|$)")
+
+
 def plain(sentence: str) -> str:
     """A sentence without its citation markers, spaced as it reads."""
-    return re.sub(r"\s+([.,;:!?…])", r"\1", " ".join(MARKER.sub(" ", sentence).split()))
+    return _SPACE_BEFORE_PUNCT.sub(r"\1", " ".join(MARKER.sub(" ", sentence).split()))
 
 
 # A citation marker followed by a capitalised word ends a sentence even without a full stop:
@@ -93,7 +99,7 @@ def quotation_key(text: str) -> str:
     from a source and that source, both read this way, match however the copy was laid out
     (a code term joined to its prose on one line, a fence flattened, a full stop added)."""
     t = _FENCE.sub(" ", MARKER.sub(" ", text))
-    t = re.sub(r"\s+([.,;:!?…])", r"\1", " ".join(t.split()))
+    t = _SPACE_BEFORE_PUNCT.sub(r"\1", " ".join(t.split()))
     return t.lower().rstrip(".!?… ")
 
 

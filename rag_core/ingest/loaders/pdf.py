@@ -320,8 +320,13 @@ def _join_hyphens(text: str) -> str:
     between ``` fences is left exactly as set."""
     parts = re.split(r"(^```\n.*?\n```$)", text, flags=re.S | re.M)
     for k in range(0, len(parts), 2):
-        parts[k] = _LINE_END_HYPHEN.sub(_hyphen, parts[k])
+        parts[k] = _SPACED_ELLIPSIS.sub("…", _LINE_END_HYPHEN.sub(_hyphen, parts[k]))
     return _MANY_BLANK_LINES.sub("\n\n", "".join(parts)).strip()
+
+
+# TeX's \dots set as ". . ." read as three sentence ends: "local files, . . .)" split into
+# fragments and drew citation markers between the dots (issue 50). One ellipsis character.
+_SPACED_ELLIPSIS = re.compile(r"(?<![.\w])\.(?:[ \u00a0]\.){2}(?![ \u00a0]?\.)")
 
 
 def clean_pdf_text(text: str) -> str:
