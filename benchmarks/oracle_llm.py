@@ -254,6 +254,7 @@ class _Reply:
     kind: str
     entry: dict | None = None
     pace: float = 0.0  # seconds between stream pieces (a slow model, for tests of time limits)
+    wait: float = 0.0  # seconds before the first piece (a model silent while it reads its prompt)
 
 
 class OracleReader:
@@ -391,6 +392,7 @@ class OracleServer:
         self.model = "oracle"
         self.log: list[dict] = []  # one dict per answer request
         self.calls: list[dict] = []  # every request: {"kind", ...}; relevance checks carry their judgement
+        self.dropped = 0  # streams the client closed before the end (a cancelled answer)
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer((host, port), _handler(self))
         self._httpd.daemon_threads = True
@@ -491,15 +493,20 @@ def _handler(server: OracleServer):
                 return {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
                         "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
 
-            send(chunk({"role": "assistant", "content": ""}))
-            for i, piece in enumerate(_pieces(reply.text)):
-                if i and reply.pace:
-                    time.sleep(reply.pace)
-                send(chunk({"content": piece}))
-            send(chunk({}, "stop"))
-            if (req.get("stream_options") or {}).get("include_usage"):
-                send({"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
-                      "choices": [], "usage": usage})
-            send("[DONE]")
+            try:
+                send(chunk({"role": "assistant", "content": ""}))
+                time.sleep(reply.wait)
+                for i, piece in enumerate(_pieces(reply.text)):
+                    if i and reply.pace:
+                        time.sleep(reply.pace)
+                    send(chunk({"content": piece}))
+                send(chunk({}, "stop"))
+                if (req.get("stream_options") or {}).get("include_usage"):
+                    send({"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+                          "choices": [], "usage": usage})
+                send("[DONE]")
+            except (BrokenPipeError, ConnectionResetError):
+                with server._lock:
+                    server.dropped += 1
 
     return Handler

@@ -6,8 +6,11 @@ page images and neighbouring passages are fetched only when a person opens a sou
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import html
+import queue
+import threading
 import time
 
 import streamlit as st
@@ -15,9 +18,11 @@ import streamlit as st
 from pages.common import caller, friendly_errors, selected_kbs, workspace
 from rag_core.citation_view import highlight_band
 from rag_core.errors import GroundworkError
+from rag_core.generation.kit import AnswerCancelled
 from rag_core.feedback import REASONS
 from rag_core.models import conflict_note
 from rag_core.text.language import name as language_name
+from rag_core.text.language import question_language
 from rag_core.models import Answer, Citation
 from rag_core.render import (answer_markdown, closest_heading, decision_line, draft_markdown, escape_md,
                              marker_text, passage_markdown, plain_answer, timing_markdown)
@@ -369,31 +374,86 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
             feedback_controls(m)
 
 
-def stream_answer(req) -> Answer:
+def _produce(chain, req, events: queue.Queue) -> None:
+    """The chain's events onto a queue, from a worker thread (it never touches Streamlit), so the
+    page can tick the waiting line while the model is silent. `req.cancel` set: the model's
+    stream closes at its next piece (the server stops writing) and the chain ends."""
+    gen = chain.stream(req)
+    try:
+        for ev in gen:
+            if req.cancel.is_set():
+                break
+            events.put(ev)
+    except AnswerCancelled:
+        pass
+    except BaseException as exc:  # noqa: BLE001 - re-raised on the page's thread
+        events.put(exc)
+    finally:
+        try:
+            gen.close()
+        except AnswerCancelled:
+            pass
+        events.put(None)
+
+
+def stream_answer(req, language: str) -> Answer | None:
     """Run the answer chain — the same chain object `ask` and the benchmarks run — and show
     its events as they come: tokens, steps in progress ("checking the sources…"), a rewrite
-    after a second search (announced, never a silent swap), an LLM failure notice."""
+    after a second search (announced, never a silent swap), an LLM failure notice.
+
+    Until the first words the waiting line says what is happening and how long it has taken,
+    updated every half second, never a blank space (issue 50: a local model was silent for
+    29-50 s). Stop (or any other click, which reruns the page) cancels the answer."""
     status, notices, body = st.empty(), st.container(), st.empty()
-    text, shown, answer = "", 0.0, None
-    for ev in ws.answers.chain.stream(req):
-        if ev.kind == "token":
-            text += ev.text
-            if time.perf_counter() - shown > 0.05:  # at most ~20 redraws a second
-                md = draft_markdown(text)
-                # after a code block the cursor goes on its own line: "``` ▌" would not close it
-                body.markdown(md + ("\n\n▌" if md.endswith("```") else " ▌"))
-                shown = time.perf_counter()
-        elif ev.kind == "restart":
-            text = ev.text
-            body.markdown(draft_markdown(text))
-        elif ev.kind == "status":
-            status.caption(f":material/progress_activity: {escape_md(ev.text)}")
-        elif ev.kind == "notice":
-            notices.warning(escape_md(ev.text))
-        elif ev.kind == "answer":
-            answer = ev.answer
+    stop = st.empty()
+    events: queue.Queue = queue.Queue()
+    req = dataclasses.replace(req, cancel=threading.Event())
+    threading.Thread(target=_produce, args=(ws.answers.chain, req, events), daemon=True).start()
+    text, shown, answer, writing = "", 0.0, None, False
+    note, started = ui_text.text("searching", language), time.perf_counter()
+    # Set until the answer is in: a run that ends without it (Stop, or any click, reruns the
+    # page and ends this one) leaves it for the next run, which says the answer was stopped.
+    st.session_state["stopped"] = req.question
+    stop.button(ui_text.text("stop", language), icon=":material/stop_circle:", key=f"stop_{len(messages)}")
+    try:
+        while True:
+            try:
+                ev = events.get(timeout=0.5)
+            except queue.Empty:
+                ev = "tick"
+            if ev is None:
+                break
+            if isinstance(ev, BaseException):
+                raise ev
+            if ev == "tick" or ev.kind == "status":
+                note = note if ev == "tick" else ev.text
+                if not writing or ev != "tick":
+                    waited = ui_text.text("waited", language, s=str(int(time.perf_counter() - started)))
+                    status.caption(f":material/progress_activity: {escape_md(note)} · {escape_md(waited)}")
+            elif ev.kind == "token":
+                text += ev.text
+                if not writing:
+                    writing = True
+                    status.empty()  # the words are the progress now
+                if time.perf_counter() - shown > 0.05:  # at most ~20 redraws a second
+                    md = draft_markdown(text)
+                    # after a code block the cursor goes on its own line: "``` ▌" would not close it
+                    body.markdown(md + ("\n\n▌" if md.endswith("```") else " ▌"))
+                    shown = time.perf_counter()
+            elif ev.kind == "restart":
+                text = ev.text
+                body.markdown(draft_markdown(text))
+            elif ev.kind == "notice":
+                notices.warning(escape_md(ev.text))
+            elif ev.kind == "answer":
+                answer = ev.answer
+    finally:
+        if answer is None:  # stopped (the button, or another click rerunning the page)
+            req.cancel.set()
+    st.session_state.pop("stopped", None)
     status.empty()
     body.empty()
+    stop.empty()
     return answer
 
 
@@ -404,6 +464,9 @@ for i, m in enumerate(messages):
             st.markdown(escape_md(m["content"]))
         else:
             render_answer(m, i, last=i == len(messages) - 1 and not question)
+if messages and messages[-1]["role"] == "user" and st.session_state.get("stopped") == messages[-1]["content"]:
+    with st.chat_message("assistant"):  # the question stays; the page says why it has no answer
+        st.caption(escape_md(ui_text.text("stopped", question_language(messages[-1]["content"]))))
 
 if question:
     if tid is None:  # the first question starts a saved conversation
@@ -418,7 +481,7 @@ if question:
             req = ws.answer_request(kbs, question, history=history, doc_ids=scope or None, caller=me,
                                     after=after, before=before, route=st.session_state.pop("pending_route", None),
                                     no_cache=st.session_state.pop("pending_no_cache", False))
-            answer = stream_answer(req)
+            answer = stream_answer(req, question_language(question))
             kb_ids = [ws.get_kb(n, caller=me).kb_id for n in kbs]
             qid = feedback_log.log_answer(answer, kb_ids, thread_id=tid)
             convs.add(tid, "assistant", answer.text, answer, qid)

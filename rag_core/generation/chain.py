@@ -69,7 +69,6 @@ from .steps import AnswerEvent, AnswerRequest, Checked, Context, Draft, Turn, ms
 __all__ = ["ABSTAIN_TEXT", "AnswerEngine", "AnswerEvent", "AnswerRequest"]
 
 ABSTAIN_TEXT = messages.text("abstain")  # the English refusal; every language's is in text/messages.py
-CHECKING = "Checking the answer against the sources…"
 _MARKER = re.compile(r"\s*\[\d{1,3}\]")
 
 
@@ -235,7 +234,7 @@ class AnswerEngine:
                           declined=(draft.mode == "llm" and model_declined(draft.text)) or None, **base)
             decision = self.decide.invoke((policy, sig), config)
             return record.abstention(self.kit, ctx, decision, sig, draft.offer)
-        yield AnswerEvent("status", CHECKING)
+        yield AnswerEvent("status", messages.text("checking", ctx.turn.language))
         t = time.perf_counter()
         question = draft.turn.standalone
         checked = self.checker.check(draft.text, draft.sources, question, config, draft.leads)

@@ -11,12 +11,15 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.messages.utils import trim_messages
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+from langchain_core.runnables.config import merge_configs
 
 from ..config import Settings
 from ..models import ScoredChunk
+from ..text.messages import text as ui_text
 from ..text.tokens import count_tokens
 from .prompts import EVIDENCE_CLOSE, EVIDENCE_OPEN, EVIDENCE_TASK, split_evidence, system_prompt, user_message
 from .steps import AnswerEvent, AnswerRequest, Turn
@@ -113,33 +116,38 @@ class Kit:
         # Qwen2.5 0.5B copied a format's example rather than filling it (generation/judge.py)
         task = EVIDENCE_TASK if reminder is None and self.settings.llm_evidence and not self.settings.llm_gguf else None
         value = self.prompt_value(turn, sources, task=task, reminder=reminder)
-        yield AnswerEvent("status", self.reading_note(len(sources)))
-        return (yield from self.stream_text(self.generator, value, config))
+        yield AnswerEvent("status", self.reading_note(len(sources), turn.language))
+        return (yield from self.stream_text(self.generator, value, config, cancel=turn.req.cancel))
 
-    def reading_note(self, passages: int) -> str:
-        """What the page says while the model reads, before its first words: how long that
-        usually takes here, measured on this process's last answers (a local model on a CPU
-        can take half a minute; a blank space that long reads as broken)."""
+    def reading_note(self, passages: int, language: str = "en") -> str:
+        """What the page says while the model reads, before its first words, in the question's
+        language: how long that usually takes here, measured on this process's last answers (a
+        local model on a CPU can take half a minute; a blank space that long reads as broken)."""
         s = self.settings
         who = s.llm_label if s.llm_gguf else s.llm_model
-        note = f"Reading {passages} passage{'s' if passages != 1 else ''} with {who}…"
+        note = ui_text("reading", language, n=str(passages), model=who)
         if self.first_words:
             typical = sorted(self.first_words)[len(self.first_words) // 2]
-            note += f" first words usually after about {max(1, round(typical))} s on this machine."
+            note += " " + ui_text("first_words", language, s=str(max(1, round(typical))))
         return note
 
-    def stream_text(self, runnable, value, config) -> Iterator[AnswerEvent]:
+    def stream_text(self, runnable, value, config, cancel=None) -> Iterator[AnswerEvent]:
         """Stream the model's text, stopped by the StreamGuard when it loops, echoes the prompt's
         markup, runs past the length limit (what was written before stands, with a notice, and
         the returned `Written.cut` says why) or past the time limit (AnswerTimeLimit: the
         caller's fallback answers offline). An evidence block after the answer (prompts.
-        EVIDENCE_TASK) is never shown: its quotes come back in `Written.evidence`."""
+        EVIDENCE_TASK) is never shown: its quotes come back in `Written.evidence`. A set `cancel`
+        (AnswerRequest.cancel) ends the stream at its next piece: AnswerCancelled."""
         s = self.settings
         guard = StreamGuard(s.llm_max_tokens * CHARS_PER_TOKEN, s.llm_answer_seconds)
         shown, started = 0, time.perf_counter()
+        hangup = _Hangup(cancel)
+        config = merge_configs(config, {"callbacks": [hangup]})
         stream = runnable.stream(value, config)
         try:
             for piece in stream:
+                if cancel is not None and cancel.is_set():
+                    raise AnswerCancelled("stopped by the person who asked")
                 if not piece:
                     continue
                 guard.feed(piece)
@@ -152,11 +160,15 @@ class Kit:
                     yield AnswerEvent("token", body[shown:])
                 shown = len(body)
                 if guard.reason:
+                    hangup.now = True
                     break
         finally:
             close = getattr(stream, "close", None)
             if close is not None:
-                close()  # the endpoint stops generating when the connection goes
+                try:
+                    close()  # the endpoint stops generating when the connection goes
+                except _HungUp:
+                    pass
         text, evidence = split_evidence(guard.text)
         if no_words(text):
             raise EmptyCompletion(repr(text[:40]))
@@ -165,6 +177,38 @@ class Kit:
             yield AnswerEvent("notice", note)
             return Written(text, note, evidence)
         return Written(text, "", evidence)
+
+
+class _HungUp(BaseException):
+    """Raised in the model client to end its stream (_Hangup)."""
+
+
+class _Hangup(BaseCallbackHandler):
+    """Ends the model's stream at its next token: once `now` is set (the stream guard stopped a
+    looping model) or `cancel` is (the person stopped the answer: AnswerCancelled).
+
+    Closing LangChain's stream from outside does not stop the model: on GeneratorExit each
+    layer drains its input for tracing, reading the reply to its end (measured: a cancelled
+    4-piece stream was read for 3 more seconds, and the server never saw the client go; a looping
+    local model would have been read to its token cap). An exception raised in the token
+    callback, inside the client's `with response:`, closes the connection at once."""
+
+    raise_error = True  # LangChain swallows a handler's errors otherwise
+
+    def __init__(self, cancel=None):
+        self.cancel, self.now = cancel, False
+
+    def on_llm_new_token(self, token, **kwargs) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise AnswerCancelled("stopped by the person who asked")
+        if self.now:
+            raise _HungUp()
+
+
+class AnswerCancelled(BaseException):
+    """The person stopped the answer (AnswerRequest.cancel): nothing more is computed. A
+    BaseException, like KeyboardInterrupt, so that no fallback ("the model failed: the reader
+    stands in") catches it and answers anyway."""
 
 
 def _visible(text: str) -> str:

@@ -145,7 +145,7 @@ def read_with_model(kit: Kit, turn: Turn, doc: CatalogueEntry, chunks, config):
     prompt = docread.REDUCE_PROMPT.format(name=neutralise(doc.source), notes=_TAGS.sub("", "\n\n".join(notes)),
                                           question=neutralise(turn.standalone),
                                           language=language_name(turn.language) if turn.language else "English")
-    text = yield from kit.stream_text(kit.llm, prompt, config)
+    text = yield from kit.stream_text(kit.llm, prompt, config, cancel=turn.req.cancel)
     return text, sources, note
 
 

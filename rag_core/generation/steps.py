@@ -28,6 +28,10 @@ class AnswerRequest:
     route: str | None = None  # the caller's choice of route ("search instead"); None: the planner decides
     # The answer cache's key (answer_cache.py), when this answer may be served from it and stored
     cache_key: str | None = None
+    # Set by the page when the person stops the answer: the model's stream is closed at its next
+    # piece. Closing the chain's generator is not enough: LangChain's stream drains its input for
+    # tracing on GeneratorExit, which reads the model to its end.
+    cancel: Any = field(default=None, compare=False, repr=False)  # threading.Event | None
 
 
 @dataclass(frozen=True)

@@ -131,6 +131,52 @@ _TEXTS: dict[str, dict[str, str]] = {
         "ja": "このトピックを扱う文書をアップロードしてください。",
         "zh": "请上传涵盖此主题的文档。",
     },
+    # What the page says while an answer is on its way (the chat page's waiting line).
+    "searching": {
+        "en": "Searching the selected knowledge bases…",
+        "de": "Die ausgewählten Wissensdatenbanken werden durchsucht…",
+        "fr": "Recherche dans les bases de connaissances sélectionnées…",
+        "es": "Buscando en las bases de conocimiento seleccionadas…",
+        "ja": "選択したナレッジベースを検索しています…",
+        "zh": "正在搜索所选知识库…",
+    },
+    "reading": {
+        "en": "Reading {n} passage(s) with {model}…",
+        "de": "{n} Passage(n) werden mit {model} gelesen…",
+        "fr": "Lecture de {n} passage(s) avec {model}…",
+        "es": "Leyendo {n} pasaje(s) con {model}…",
+        "ja": "{model} で {n} 件の箇所を読んでいます…",
+        "zh": "正在用 {model} 阅读 {n} 个段落…",
+    },
+    "first_words": {
+        "en": "first words usually after about {s} s on this machine.",
+        "de": "die ersten Wörter erscheinen hier meist nach etwa {s} s.",
+        "fr": "les premiers mots arrivent ici en général après environ {s} s.",
+        "es": "las primeras palabras suelen llegar aquí tras unos {s} s.",
+        "ja": "このマシンでは通常約 {s} 秒で最初の言葉が表示されます。",
+        "zh": "在这台机器上通常约 {s} 秒后出现第一个字。",
+    },
+    "waited": {
+        "en": "{s} s so far", "de": "bisher {s} s", "fr": "{s} s écoulées", "es": "{s} s hasta ahora",
+        "ja": "経過 {s} 秒", "zh": "已用 {s} 秒",
+    },
+    "checking": {
+        "en": "Checking the answer against the sources…",
+        "de": "Die Antwort wird mit den Quellen abgeglichen…",
+        "fr": "Vérification de la réponse auprès des sources…",
+        "es": "Comprobando la respuesta con las fuentes…",
+        "ja": "回答を出典と照合しています…",
+        "zh": "正在根据来源核对答案…",
+    },
+    "stop": {"en": "Stop", "de": "Abbrechen", "fr": "Arrêter", "es": "Detener", "ja": "停止", "zh": "停止"},
+    "stopped": {
+        "en": "Stopped before the answer was finished. Ask again, or rephrase the question.",
+        "de": "Abgebrochen, bevor die Antwort fertig war. Fragen Sie erneut oder formulieren Sie die Frage um.",
+        "fr": "Arrêté avant la fin de la réponse. Reposez la question ou reformulez-la.",
+        "es": "Detenido antes de terminar la respuesta. Pregunte de nuevo o reformule la pregunta.",
+        "ja": "回答が完了する前に停止しました。もう一度質問するか、言い換えてください。",
+        "zh": "回答完成前已停止。请重新提问或换一种说法。",
+    },
 }
 
 # decided_by → the reason's key; rules not listed keep the policy's English text.

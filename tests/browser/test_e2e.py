@@ -459,3 +459,52 @@ def test_a_manual_answer_shows_its_code_as_code(server, page, tmp_path, shot_on_
     assert reply.get_by_text("we could fit this model as follows").count() >= 1
     assert "```" not in reply.inner_text()
     page.screenshot(path=str(SHOTS / "8-code-answer.png"), full_page=True)
+
+
+def test_the_waiting_line_counts_the_seconds_and_stop_cancels_the_model(page, tmp_path, shot_on_failure):
+    """Issue 50: while a model reads (a local one on a CPU is silent for half a minute) the page
+    says what is happening and how long it has taken, updated, never a blank space; Stop cancels
+    the answer and closes the model's stream. The model is scripted (benchmarks/oracle_llm.py on
+    loopback, real HTTP streaming), silent for 12 s before its first words."""
+    import re
+
+    sys.path.insert(0, str(REPO))
+    from benchmarks.oracle_llm import OracleServer, _Reply
+    from tests.generation.test_answer_path import Script
+
+    question = "How often should the kettle be descaled?"
+
+    class Silent(Script):
+        def reply(self, messages):
+            r = super().reply(messages)
+            # then a piece a second: the writes after the app hangs up fail, and the server counts it
+            return _Reply(r.text, r.kind, r.entry, wait=12.0, pace=1.0) if r.kind == "answer" else r
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "kettle.md").write_text("# Kettle care\n\nDescale the kettle monthly with white vinegar. Rinse it twice.\n")
+    data = tmp_path / "data"
+    kb_with_file(data, "Kettle", docs / "kettle.md")
+    with OracleServer({}) as llm:
+        llm.reader = Silent({question: "Descale the kettle monthly with white vinegar and rinse it twice [1]."})
+        env = {"RAG_OPENAI_BASE_URL": llm.base_url, "RAG_OPENAI_API_KEY": "test", "RAG_LLM_MODEL": "scripted-model",
+               "RAG_LLM_CRAG": "false", "RAG_LLM_CONDENSE": "false", "RAG_ANSWER_CACHE": "false"}
+        with streamlit_app(data, env=env) as (url, _):
+            page.goto(url)
+            select_kb_in_chat(page, "Kettle")
+            reply = ask_in_chat(page, question)
+            waiting = reply.get_by_text(re.compile(r"Reading 1 passage\(s\) with scripted-model… · \d+ s so far"))
+            waiting.wait_for(timeout=30_000)
+            first = int(re.search(r"(\d+) s so far", waiting.inner_text()).group(1))
+            page.wait_for_timeout(2_500)
+            later = int(re.search(r"(\d+) s so far", waiting.inner_text()).group(1))
+            assert later >= first + 2, (first, later)  # it counts while the model is silent
+            page.screenshot(path=str(SHOTS / "9-waiting-line.png"), full_page=True)
+            reply.get_by_role("button", name="Stop").click()
+            page.get_by_text("Stopped before the answer was finished").wait_for(timeout=30_000)
+            assert page.get_by_text("Descale the kettle monthly").count() == 0  # no answer was shown
+            page.screenshot(path=str(SHOTS / "10-stopped.png"), full_page=True)
+            deadline = time.time() + 30
+            while llm.dropped == 0 and time.time() < deadline:  # the model's stream was closed by the app
+                time.sleep(0.5)
+            assert llm.dropped >= 1

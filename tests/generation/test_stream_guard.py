@@ -129,3 +129,58 @@ def test_the_page_is_told_what_happens_before_the_first_words(tmp_path, server, 
     again = list(ws.answers.chain.stream(ws.answer_request(["k"], DESCALE, caller=OP, no_cache=True)))
     assert again[0].kind == "status" and "first words usually after about 1 s on this machine" in again[0].text
     ws.close()
+
+
+class Paced(Script):
+    """A model whose answer comes in four pieces a second apart."""
+
+    def reply(self, messages):
+        r = super().reply(messages)
+        return _Reply(r.text, r.kind, r.entry, pace=1.0) if r.kind == "answer" else r
+
+
+def test_a_stopped_loop_hangs_up_on_the_model(tmp_path, server, docs):
+    """Cutting the stream must stop the model, not read it to its end: LangChain drains a closed
+    stream for tracing, so the guard hangs up from inside the client (kit._Hangup). The server
+    sees its later writes fail."""
+    server.reader = Paced({DESCALE: "Descale the kettle monthly with white vinegar [1]. " + LOOP * 400})
+    server.dropped = 0
+    ws = workspace(tmp_path, docs, server.base_url)
+    try:
+        a = ws.ask(["k"], DESCALE, caller=OP)
+        assert "repeat itself" in a.models["llm_cut"] and "monthly" in a.text
+        deadline = time.time() + 10
+        while server.dropped == 0 and time.time() < deadline:
+            time.sleep(0.2)
+        assert server.dropped == 1
+    finally:
+        ws.close()
+
+
+def test_a_cancelled_answer_ends_and_hangs_up_on_the_model(tmp_path, server, docs):
+    """The chat page's Stop sets AnswerRequest.cancel: the chain ends at the model's next piece
+    with AnswerCancelled (no fallback answers in its place) and the model's stream is closed."""
+    import dataclasses
+    import threading
+
+    from rag_core.generation.kit import AnswerCancelled
+
+    server.reader = Paced({DESCALE: "Descale the kettle monthly with white vinegar, then rinse it twice and "
+                                    "boil fresh water once before use [1]."})
+    server.dropped = 0
+    ws = workspace(tmp_path, docs, server.base_url)
+    try:
+        req = dataclasses.replace(ws.answer_request(["k"], DESCALE, caller=OP), cancel=threading.Event())
+        seen = []
+        with pytest.raises(AnswerCancelled):
+            for ev in ws.answers.chain.stream(req):
+                seen.append(ev.kind)
+                if ev.kind == "token":
+                    req.cancel.set()
+        assert "answer" not in seen and seen.count("token") == 1
+        deadline = time.time() + 10
+        while server.dropped == 0 and time.time() < deadline:
+            time.sleep(0.2)
+        assert server.dropped == 1
+    finally:
+        ws.close()
