@@ -103,6 +103,9 @@ def quotation_key(text: str) -> str:
     return t.lower().rstrip(".!?… ")
 
 
+_BULLETS = ("- ", "* ", "• ")
+
+
 def split_claims(answer: str) -> list[tuple[str, list[int]]]:
     """(claim text without markers, cited marker numbers) per sentence."""
     out = []
@@ -167,6 +170,10 @@ class Verifier:
         for j, labels in enumerate(leads or []):  # an item's label: only that source's own, only as a lead
             if j < len(heads):
                 heads[j] += [f"{dash}{quotation_key(x)}: " for x in labels if x.strip() for dash in ("- ", "")]
+        # A list bullet before a copy is layout, like a lead (an outline item without a heading,
+        # "- <the sentence> [4]", read unsupported: the bullet was taken for the copy's first word)
+        for hs in heads:
+            hs += [b for b in _BULLETS if b not in hs]
         sentences = [self._sentences(s) for s in sources]
         windows = [self._windows(sents) for sents in sentences]
         # the source's own sentences and lines (a bullet, a heading: no full stop to split on);

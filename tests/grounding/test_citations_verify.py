@@ -140,3 +140,19 @@ def test_claims_without_any_source_are_unsupported_not_an_error(verifier):
     for q in (None, "When was it founded?"):
         claims, score = verifier.verify("It was founded in 1636 [1]. 1636.", [], question=q)
         assert [c.label for c in claims] == ["unsupported", "unsupported"] and score == 0.0
+
+
+def test_a_copied_sentence_under_a_list_bullet_is_a_verbatim_copy(verifier):
+    """Issue 50: an outline item with no heading is "- <the section's sentence> [n]"; the bullet
+    was read as the copy's first word and a sentence copied word for word (one cut short where
+    a formula followed) read unsupported."""
+    src = ["In the ring Z of integers, the set of prime elements equals the set of irreducible elements, which is",
+           "Most early Greeks did not even consider 1 to be a number, so they could not consider it to be a prime."]
+    answer = ("- In the ring Z of integers, the set of prime elements equals the set of irreducible elements, which is [1]\n"
+              "- Most early Greeks did not even consider 1 to be a number, so they could not consider it to be a "
+              "prime [2].")
+    claims, score = verifier.verify(answer, src, question="Summarize Prime_number")
+    assert [c.score for c in claims] == [1.0, 1.0] and score == 1.0
+    swapped, _ = verifier.verify("- Most early Greeks did consider 1 to be a prime number [2].\n- Other line here "
+                                 "that says nothing [1].", src, question="Summarize Prime_number")
+    assert swapped[0].label != "supported"  # the bullet is layout; the words after it are still judged
