@@ -115,7 +115,8 @@ def ask(page, row: dict, shots: Path, timeout_s: float) -> dict:
         page.wait_for_timeout(50)
     text = reply.inner_text() if reply.count() else ""
     reply.screenshot(path=str(shots / f"{row['id']}.png"))
-    head = text.strip().splitlines()[0] if text.strip() else ""
+    # the first line a person reads (the avatar's icon name comes first in innerText)
+    head = next((ln for ln in text.splitlines() if ln.strip() and ln.strip() not in ("smart_toy", "face")), "")
     expect = row.get("expect") or []
     return {
         "id": row["id"], "question": row["question"], "answerable": row.get("answerable", True),

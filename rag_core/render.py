@@ -27,7 +27,7 @@ _BREAKING_SPACE = re.compile(r"\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*")
 # document or a model they are shown as code spans, so they read, and copy, as written.
 _TYPOGRAPHIC = re.compile(r"(?<!\S)(?:<->|->|<-|--|>=|<=|~=)(?!\S)")
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
-_MARKERS = re.compile(r"((?:\s*\[\d{1,3}\])+)")
+_MARKERS = re.compile(r"((?:\s*(?<!\[)\[\d{1,3}\](?!\]))+)")
 
 
 def escape_md(text: str) -> str:
@@ -75,7 +75,7 @@ def _units(answer: Answer) -> list[tuple[str, list[int], str]]:
 def _marker_nums(sent: str) -> list[int]:
     """The marker numbers of a sentence, once each: a sentence citing one passage twice
     ("… [1] … [1].", or a model's "[1][1]") showed "[¹][¹]"."""
-    return list(dict.fromkeys(int(x) for x in re.findall(r"\[(\d{1,3})\]", sent)))
+    return list(dict.fromkeys(int(x) for x in re.findall(r"(?<!\[)\[(\d{1,3})\](?!\])", sent)))
 
 
 def _is_highlight(key: str, text: str) -> bool:
@@ -183,7 +183,7 @@ def _decorated(sent: str, nums: list[int], color: str, bold: bool) -> list[tuple
     """A unit's blocks with its markers after its words (after the sentence introducing its
     code, or after the code when nothing introduces it), coloured with a warning sign when the
     verifier does not fully back it, in bold when it is the sentence that answers."""
-    body = re.sub(r"\s*\[\d{1,3}\]", "", sent).strip()
+    body = re.sub(r"\s*(?<!\[)\[\d{1,3}\](?!\])", "", sent).strip()
     m = re.match(r"(.*?)([.!?…]*)$", body, re.S)
     text, punct = (m.group(1), m.group(2)) if m else (body, "")
     blocks = _blocks_md(text)

@@ -258,3 +258,18 @@ def test_a_word_that_starts_with_a_dot_keeps_its_space():
     assert quotation_key("a local .tar.gz file [2] .") == "a local .tar.gz file"
     src = [ScoredChunk(Chunk(chunk_id="c", doc_id="d", kb_id="k", text=s), 1.0, {})]
     assert "user's .GlobalEnv" in resolve(s + " Also [9].", src).text  # [9] dropped, spaces kept
+
+
+def test_r_list_indexing_is_not_a_citation_marker():
+    """Issue 50 (Chromium run): R-intro's "Lst[[1]], Lst[[2]]" was shown as "Lst[], Lst[]" with
+    the numbers turned into superscript markers. "[[n]]" is code, never a marker."""
+    from rag_core.grounding.citations import MARKER, attach_markers
+    from rag_core.grounding.verify import plain
+    from rag_core.models import Answer
+    from rag_core.render import answer_markdown
+
+    t = "These may be referred to as Lst[[1]], Lst[[2]] and Lst[[4]] [10]."
+    assert [m.group(1) for m in MARKER.finditer(t)] == ["10"]
+    assert attach_markers(t) == t and plain(t) == "These may be referred to as Lst[[1]], Lst[[2]] and Lst[[4]]."
+    out = render(answer_markdown(Answer(question="q", text=t)))
+    assert "Lst[[1]], Lst[[2]] and Lst[[4]] [¹⁰]." in html.unescape(out)

@@ -69,7 +69,7 @@ from .steps import AnswerEvent, AnswerRequest, Checked, Context, Draft, Turn, ms
 __all__ = ["ABSTAIN_TEXT", "AnswerEngine", "AnswerEvent", "AnswerRequest"]
 
 ABSTAIN_TEXT = messages.text("abstain")  # the English refusal; every language's is in text/messages.py
-_MARKER = re.compile(r"\s*\[\d{1,3}\]")
+_MARKER = re.compile(r"\s*(?<!\[)\[\d{1,3}\](?!\])")
 
 
 class AnswerEngine:

@@ -25,7 +25,7 @@ from .prompts import EVIDENCE_CLOSE, EVIDENCE_OPEN, EVIDENCE_TASK, split_evidenc
 from .steps import AnswerEvent, AnswerRequest, Turn
 from .stream_guard import CHARS_PER_TOKEN, AnswerTimeLimit, StreamGuard
 
-_MARKER = re.compile(r"\s*\[\d{1,3}\]")
+_MARKER = re.compile(r"\s*(?<!\[)\[\d{1,3}\](?!\])")
 _WORD = re.compile(r"\w", re.U)
 
 # Documents go in the human turn inside <retrieved_context>; the system turn holds only our

@@ -92,7 +92,7 @@ _NO_ANSWER = re.compile(
     r"|keine (informationen|angaben)|nicht (erwähnt|enthalten|angegeben)|je n'ai pas d'information|aucune information"
     r"|ne (mentionnent|contiennent|précisent) pas|no tengo información|no (mencionan|contienen|se menciona)"
     r"|情報(は|が)(ありません|見つかりません)|記載(は|が)(ありません|されていません)|没有(相关)?(信息|提及)|未(提及|提供)", re.I)
-_CITED = re.compile(r"\[\d{1,3}\]")
+_CITED = re.compile(r"(?<!\[)\[\d{1,3}\](?!\])")
 
 
 def model_declined(text: str) -> bool:

@@ -155,7 +155,7 @@ def renumber(text: str, n: int, offset: int) -> str:
     def sub(m):
         k = int(m.group(1))
         return f"[{k + offset}]" if 1 <= k <= n else ""
-    return re.sub(r"\[(\d{1,3})\]", sub, text)
+    return re.sub(r"(?<!\[)\[(\d{1,3})\](?!\])", sub, text)
 
 
 def item_heading(text: str) -> str:

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from ..models import Citation, ScoredChunk
 
-MARKER = re.compile(r"\[\s*(?:sources?\s*)?(\d{1,3}(?:\s*[,;]\s*(?:sources?\s*)?\d{1,3})*)\s*\]", re.I)
+# "[[1]]" is R's list indexing ("Lst[[1]]"), not a marker: a document's code kept as written
+MARKER = re.compile(r"(?<!\[)\[\s*(?:sources?\s*)?(\d{1,3}(?:\s*[,;]\s*(?:sources?\s*)?\d{1,3})*)\s*\](?!\])", re.I)
 _NUM = re.compile(r"\d{1,3}")
 
 

@@ -83,7 +83,7 @@ def plain(sentence: str) -> str:
 # an extractive answer's span can end in code ("… the command is > q() [1]") and the next
 # sentence it took starts after the marker. Read as one claim, the two are not one contiguous
 # span of the source, and a copied answer read as "unsupported".
-_MARKER_END = re.compile(r"((?:[ \t]*\[\d{1,3}\])+)[ \t]+(?=[A-Z\"“‘(])")
+_MARKER_END = re.compile(r"((?:[ \t]*(?<!\[)\[\d{1,3}\](?!\]))+)[ \t]+(?=[A-Z\"“‘(])")
 
 
 def answer_sentences(answer: str) -> list[str]:

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 
 # Not an end: an ellipsis inside a sentence whose marker and full stop follow ("local files, …) [1].")
-_SENTENCE_END = re.compile(r"[.!?…]+[\"'”’»)\]]*\s+(?!(?:\[\d{1,3}\])+[.!?])")
+_SENTENCE_END = re.compile(r"[.!?…]+[\"'”’»)\]]*\s+(?!(?:(?<!\[)\[\d{1,3}\](?!\]))+[.!?])")
 # Chinese and Japanese full stops end a sentence with no space after them.
 _CJK_END = re.compile(r"[。！？]+[」』”’）)\]]*\s*")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
