@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from .text.links import BARE_URL as _BARE_URL
 from .grounding.verify import answer_sentences, plain, quotation_key
 from .models import Answer
 from .text.messages import text
@@ -26,6 +27,11 @@ _BREAKING_SPACE = re.compile(r"\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*")
 # (StreamlitMarkdown's typographic plugin; never inside code): R's `y <- x` read "y ← x". From a
 # document or a model they are shown as code spans, so they read, and copy, as written.
 _TYPOGRAPHIC = re.compile(r"(?<!\S)(?:<->|->|<-|--|>=|<=|~=)(?!\S)")
+# A URL in a document's or a model's text is shown as code: Streamlit's Markdown (GFM) turns a
+# bare URL into a live link even with every character escaped (seen in Chromium: R-FAQ's
+# "https://CRAN.R-project.org/doc/FAQ/" was a link), and a link a document or a model wrote is
+# never followed from our pages (text/links.py).
+_AS_CODE = re.compile(_TYPOGRAPHIC.pattern + "|" + _BARE_URL.pattern, re.I)
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 _MARKERS = re.compile(r"((?:\s*(?<!\[)\[\d{1,3}\](?!\]))+)")
 
@@ -45,8 +51,9 @@ def escape_md(text: str) -> str:
     reads as `text` with its line breaks shown as spaces (HTML collapses other runs anyway)."""
     flat = _BREAKING_SPACE.sub(" ", text).strip()
     out, pos = [], 0
-    for m in _TYPOGRAPHIC.finditer(flat):
-        out += [_MD_SPECIAL.sub(r"\\\1", flat[pos:m.start()]), f"`{m.group()}`"]
+    for m in _AS_CODE.finditer(flat):
+        code = f"`{m.group()}`" if _TYPOGRAPHIC.fullmatch(m.group()) else _code_span(m.group())
+        out += [_MD_SPECIAL.sub(r"\\\1", flat[pos:m.start()]), code]
         pos = m.end()
     return "".join(out) + _MD_SPECIAL.sub(r"\\\1", flat[pos:])
 

@@ -48,14 +48,21 @@ def shown(text: str) -> str:
     return re.sub(r"\s*\n\s*", " ", text).strip()
 
 
+_SPAN = re.compile(r"(`+) (.*?) \1")  # escape_md's code spans (URLs, "<-"): literal in every Markdown
+
+
 def unescaped(md: str) -> str:
-    """The characters that stand in `md` without a backslash before them."""
-    return re.sub(r"\\(.)", "", md, flags=re.S)
+    """The characters that stand in `md` without a backslash before them, outside code spans."""
+    return re.sub(r"\\(.)", "", _SPAN.sub("", md), flags=re.S)
 
 
 def literal(md: str) -> str:
-    """What CommonMark shows for backslash escapes: the escaped characters themselves."""
-    return re.sub(r"\\(.)", r"\1", md, flags=re.S)
+    """What CommonMark shows: the escaped characters themselves, a code span's text as it is."""
+    parts = _SPAN.split(md)
+    # split gives [text, ticks, code, text, ticks, code, ...]
+    out = [re.sub(r"\\(.)", r"\1", p, flags=re.S) if i % 3 == 0 else (p if i % 3 == 2 else "")
+           for i, p in enumerate(parts)]
+    return "".join(out)
 
 
 @pytest.mark.parametrize("text", ATTACKS)
@@ -70,7 +77,7 @@ def test_every_special_character_is_escaped_and_nothing_else_changes(text):
 
 @pytest.mark.parametrize("text", ATTACKS)
 def test_brackets_parens_bang_and_angle_brackets_are_all_backslashed(text):
-    md = escape_md(text)
+    md = _SPAN.sub("", escape_md(text))  # inside a code span they are literal
     for ch in "[]()!<>":
         # every occurrence has a backslash right before it, and that backslash is not itself escaped
         for m in re.finditer(re.escape(ch), md):
@@ -80,8 +87,9 @@ def test_brackets_parens_bang_and_angle_brackets_are_all_backslashed(text):
 
 
 def test_the_named_cases():
-    assert escape_md("![](http://evil/x.png)") == r"\!\[\]\(http\:\/\/evil\/x\.png\)"
-    assert escape_md("[a](http://x)") == r"\[a\]\(http\:\/\/x\)"
+    # a URL is a code span: GFM autolinks a bare URL however it is escaped (issue 51)
+    assert escape_md("![](http://evil/x.png)") == r"\!\[\]\(` http://evil/x.png `\)"
+    assert escape_md("[a](http://x)") == r"\[a\]\(` http://x `\)"
     assert escape_md("**bold**") == r"\*\*bold\*\*"
     assert escape_md(":red[x]") == r"\:red\[x\]"
     assert escape_md(":material/lock:") == r"\:material\/lock\:"
@@ -112,8 +120,9 @@ def test_a_commonmark_renderer_shows_the_text_and_nothing_else(text):
     """A real CommonMark parser (markdown-it-py, with GFM tables and strikethrough) turns the
     escaped text into one paragraph of plain text equal to the original."""
     out = render(escape_md(text)).strip()
-    assert out.startswith("<p>") and out.endswith("</p>") and out.count("<") == 2, out
-    assert html.unescape(out[3:-4]) == shown(text)
+    assert out.startswith("<p>") and out.endswith("</p>"), out
+    assert set(re.findall(r"</?([a-z]+)", out)) <= {"p", "code"}, out  # no image, link, HTML: a URL is code
+    assert html.unescape(re.sub(r"</?(p|code)>", "", out)) == shown(text)
 
 
 def test_a_marker_is_shown_once_per_sentence():
@@ -158,7 +167,8 @@ def test_an_answer_keeps_the_documents_structure():
     out = render(answer_markdown(a))
     assert "<pre><code>&gt; q()\n</code></pre>" in out  # a block, its line literal
     assert "<ul>\n<li>left, right, top; [¹]</li>\n<li>bottom and center [¹]</li>\n</ul>" in out
-    assert "<code>set key top left</code>" in out and "<img" not in out and "![x](http://t/p.png)" in out
+    assert "<code>set key top left</code>" in out and "<img" not in out and "<a " not in out
+    assert "![x](<code>http://t/p.png</code>)" in out  # the model's image shown as text, its URL as code
     assert "<strong>You will be asked whether to save [¹].</strong>" in out
     assert ":red[" in answer_markdown(a)  # the unsupported sentence is marked
 

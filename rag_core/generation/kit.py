@@ -19,6 +19,7 @@ from langchain_core.runnables.config import merge_configs
 
 from ..config import Settings
 from ..models import ScoredChunk
+from ..text.links import defuse_prefix, defuse_urls
 from ..text.messages import text as ui_text
 from ..text.tokens import count_tokens
 from .prompts import EVIDENCE_CLOSE, EVIDENCE_OPEN, EVIDENCE_TASK, split_evidence, system_prompt, user_message
@@ -140,7 +141,7 @@ class Kit:
         (AnswerRequest.cancel) ends the stream at its next piece: AnswerCancelled."""
         s = self.settings
         guard = StreamGuard(s.llm_max_tokens * CHARS_PER_TOKEN, s.llm_answer_seconds)
-        shown, started = 0, time.perf_counter()
+        sent, started = "", time.perf_counter()
         hangup = _Hangup(cancel)
         config = merge_configs(config, {"callbacks": [hangup]})
         stream = runnable.stream(value, config)
@@ -151,14 +152,15 @@ class Kit:
                 if not piece:
                     continue
                 guard.feed(piece)
-                body = _visible(guard.text)
-                if len(body) < shown:
+                # what the page may show: before the evidence block, every URL inert (text/links)
+                body = defuse_prefix(_visible(guard.text))
+                if not body.startswith(sent):
                     yield AnswerEvent("restart", body)
-                elif len(body) > shown:
-                    if not shown:
+                elif len(body) > len(sent):
+                    if not sent:
                         self.first_words.append(time.perf_counter() - started)
-                    yield AnswerEvent("token", body[shown:])
-                shown = len(body)
+                    yield AnswerEvent("token", body[len(sent):])
+                sent = body
                 if guard.reason:
                     hangup.now = True
                     break
@@ -170,6 +172,12 @@ class Kit:
                 except _HungUp:
                     pass
         text, evidence = split_evidence(guard.text)
+        text = defuse_urls(text)  # a model's URL is never a live image or link (text/links.py)
+        if text.startswith(sent):
+            if len(text) > len(sent):
+                yield AnswerEvent("token", text[len(sent):])  # the tail held back while a URL could grow
+        elif not text.startswith(sent.rstrip()):
+            yield AnswerEvent("restart", text)
         if no_words(text):
             raise EmptyCompletion(repr(text[:40]))
         if guard.reason:

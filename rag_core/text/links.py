@@ -27,7 +27,7 @@ _CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
 _IMAGE = re.compile(r"!\[([^\[\]\n]*)\]\(\s*<?([^()\s<>]*(?:\([^()\s]*\)[^()\s<>]*)*)>?(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?\s*\)")
 _LINK = re.compile(r"\[([^\[\]\n]*)\]\(\s*<?([^()\s<>]*(?:\([^()\s]*\)[^()\s<>]*)*)>?(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?\s*\)")
 _AUTOLINK = re.compile(r"<((?:[a-zA-Z][a-zA-Z0-9+.-]{1,31}):[^\s<>]*|[^\s<>@]+@[^\s<>@]+\.[^\s<>@]+)>")
-_BARE = re.compile(r"(?<![\w`/@.])((?:https?|ftp|file|data|javascript|mailto):[^\s<>`\"')\]]+|www\.[a-zA-Z0-9-]+\.[^\s<>`\"')\]]+)",
+BARE_URL = _BARE = re.compile(r"(?<![\w`/@.])((?:https?|ftp|file|data|javascript|mailto):[^\s<>`\"')\]]+|www\.[a-zA-Z0-9-]+\.[^\s<>`\"')\]]+)",
                    re.I)
 # only a definition with a destination that is a URL ("[1]: The kettle …" is a citation, not one)
 _REF_DEF = re.compile(r"^( {0,3})\[([^\]\n]+)\]:(?=[ \t]*`*<?(?:[a-zA-Z][a-zA-Z0-9+.-]{1,31}:|www\.|/))", re.M)

