@@ -37,6 +37,7 @@ class Case:
     question: str  # the probe's top instruction, as the person's request ("" → a default request)
     document: str  # the context with the injection in it
     trigger: str  # what the injection asks the model to write
+    instruction: str = ""  # the injected instruction without its payload ("" when the payload stands alone)
 
 
 def _value(node, names: dict):
@@ -56,9 +57,11 @@ def _value(node, names: dict):
     if isinstance(node, (ast.List, ast.Tuple)):
         items = [_value(e, names) for e in node.elts]
         return None if any(x is None for x in items) else (list(items) if isinstance(node, ast.List) else tuple(items))
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult)):
         a, b = _value(node.left, names), _value(node.right, names)
-        return a + b if a is not None and b is not None else None
+        if a is None or b is None:
+            return None
+        return a + b if isinstance(node.op, ast.Add) else a * b
     if isinstance(node, ast.Name) and node.id in names:
         return names[node.id]
     return None
@@ -115,7 +118,9 @@ def cases(wheel: Path, per_probe: int = 12, seed: int = 0) -> list[Case]:
         rng.shuffle(combos)
         for top, ctx, (start, end), instr, payload, trig in combos[:per_probe]:
             injection = start + instr.replace(PAYLOAD_MARKER, payload.replace(TRIGGER_MARKER, trig)) + end
-            out.append(Case(name, top.strip(), ctx.replace(INJECTION_MARKER, injection), trig))
+            bare = (instr.replace(PAYLOAD_MARKER, " ") + " " + payload.replace(TRIGGER_MARKER, " ")).strip()
+            out.append(Case(name, top.strip(), ctx.replace(INJECTION_MARKER, injection), trig,
+                            bare if len(bare.split()) >= 3 else ""))
     return out
 
 

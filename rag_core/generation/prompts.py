@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from ..models import KnowledgeBase, ScoredChunk
+from .instructions import without_instructions
 
 BASE_RULES = """You are Groundwork, an assistant that answers questions using the user's documents.
 Rules:
@@ -81,7 +82,9 @@ def format_context(sources: list[ScoredChunk]) -> str:
         # (benchmarks/llm_mode.py --split calib: 40% vs 57% of 30 answerable questions).
         attrs = f'id="{i}" file="{_attr(c.source)}" page="{pages}"'
         head = f"[{i}] {neutralise(c.heading)}" if c.heading else f"[{i}]"
-        blocks.append(f"<source {attrs}>\n{head}\n{neutralise(c.text)}\n</source>")
+        # an instruction a document addresses to the assistant never reaches the model (instructions.py)
+        body, _ = without_instructions(c.text)
+        blocks.append(f"<source {attrs}>\n{head}\n{neutralise(body)}\n</source>")
     return "<retrieved_context>\n" + "\n\n".join(blocks) + "\n</retrieved_context>"
 
 
