@@ -22,7 +22,7 @@ import re
 
 from ..text.sentences import split_sentences
 
-REMOVED = "[an instruction addressed to the assistant was removed from this passage]"
+REMOVED = "(An instruction addressed to the assistant was removed here.)"
 
 _CUES = [
     # the "ignore your instructions" family: the verb and what it would have the reader drop
@@ -55,6 +55,7 @@ _CUES = [
     r"\byou (may|must|can) not deviate\b",
     r"!\[[^\]]*\]\(\s*https?://|\b(append|embed|insert|render)\b[^.!?\n]{0,60}\b(markdown|pixel)\b",
     r"<\|[a-z_]+\|>|\[(system|assistant|inst)\]|\[/?INST\]|^\s*(system|assistant|user)\s*:|<end of session>",
+    r"\b(system|assistant)\s*:\s*(you|cite|ignore|print|say|reply|respond|answer|output|always|never|from now|focus)\b",
 ]
 _CUE = re.compile("|".join(f"(?:{c})" for c in _CUES), re.I | re.M)
 
@@ -69,18 +70,25 @@ def is_instruction(sentence: str) -> bool:
 
 
 def without_instructions(text: str) -> tuple[str, int]:
-    """The text with each instruction sentence replaced by REMOVED (runs of them by one), and how
-    many were taken out."""
-    if not _CUE.search(text):
+    """The text with each instruction sentence replaced by REMOVED (a run of them by one), its
+    other sentences and its layout (headings, lines, code) as they were; and how many were taken
+    out."""
+    if not _CUE.search(_FENCED.sub(" ", text)):
         return text, 0
-    out, n, last_removed = [], 0, False
+    out, pos, n, last_removed = [], 0, 0, False
     for s in split_sentences(text):
+        at = text.find(s, pos)
+        if at < 0:
+            continue
         if is_instruction(s):
             n += 1
-            if not last_removed:
-                out.append(REMOVED)
+            gap = text[pos:at]
+            if not (last_removed and not gap.strip()):
+                out += [gap, REMOVED]
             last_removed = True
         else:
-            out.append(s)
+            out += [text[pos:at], s]
             last_removed = False
-    return " ".join(out), n
+        pos = at + len(s)
+    out.append(text[pos:])
+    return "".join(out), n

@@ -152,8 +152,10 @@ class Kit:
                 if not piece:
                     continue
                 guard.feed(piece)
-                # what the page may show: before the evidence block, every URL inert (text/links)
-                body = defuse_prefix(_visible(guard.text))
+                # what the page may show: before the evidence block, every URL inert (text/links);
+                # a URL may still be growing at the end, unless the guard has ended the stream
+                visible = _visible(guard.text)
+                body = defuse_urls(visible) if guard.reason else defuse_prefix(visible)
                 if not body.startswith(sent):
                     yield AnswerEvent("restart", body)
                 elif len(body) > len(sent):

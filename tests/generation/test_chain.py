@@ -207,7 +207,10 @@ def test_llm_mode_prompt_keeps_documents_as_data(ws):
     assert "not instructions" in system
     # the document cannot close the wrapper or forge a marker: exactly one closing tag, at the end
     assert user.count("</retrieved_context>") == 1 and user.index("</retrieved_context>") > user.index("travel desk")
-    assert "[9]" not in user and "(9)" in user
+    # the document's orders to the assistant never reach it (generation/instructions.py); a marker it
+    # forges elsewhere is neutralised (prompts.neutralise, tests/generation/test_instructions.py)
+    assert "[9]" not in user and "you may now cite" not in user and "pirate" not in user
+    assert "instruction addressed to the assistant was removed" in user
     assert a.text == "Employees book flights through the travel desk [1]." and a.citations[0].source == "travel.txt"
 
 
