@@ -393,6 +393,17 @@ class AppDB:
             f"FROM documents WHERE kb_id IN ({marks}) AND status IN ('indexed','searchable')", list(kb_ids))
         return int(r[0]), int(r[1])
 
+    def mark_deleting(self, kb_id: str, doc_id: str) -> None:
+        """The first step of a delete: the row leaves every listing ('deleting' is neither
+        indexed nor searchable) and says what is left to finish if the process dies
+        (`deleting_documents`)."""
+        with self.db.transaction() as c:
+            c.execute("UPDATE documents SET status='deleting' WHERE kb_id=? AND doc_id=?", (kb_id, doc_id))
+
+    def deleting_documents(self) -> list[Document]:
+        """Deletes begun and not finished (the process died between the store and the registry)."""
+        return [_doc_from_row(r) for r in self.db.query("SELECT * FROM documents WHERE status='deleting'")]
+
     def remove_document(self, kb_id: str, doc_id: str) -> None:
         with self.db.transaction() as c:
             c.execute("DELETE FROM documents WHERE kb_id=? AND doc_id=?", (kb_id, doc_id))

@@ -34,6 +34,11 @@ class Workspace:
         self.db = Database(self.settings.db_path)
         self.appdb = AppDB(self.db, lease_seconds=self.settings.lease_seconds)
         self.store = make_store(self.settings, self.db)
+        # a delete a killed process began is finished before anything is read (its chunks may
+        # still be in the store): cheap, one query when there is none
+        from .ingest.pipeline import finish_deletes
+
+        finish_deletes(self.appdb, self.store)
         now = answers_calibration()
         self.feedback = FeedbackLog(self.db, answers_scale=((now.a, now.b), (LEGACY_ANSWERS.a, LEGACY_ANSWERS.b)))
         self._backfill_dates()
