@@ -18,6 +18,8 @@ Invariants after reopening (a violation is counted for each breach):
 
     python benchmarks/crash_anywhere.py --runs 10            # every path, 10 kills each
     python benchmarks/crash_anywhere.py --paths ingest,delete --runs 3
+    CRASH_STORE=weaviate WEAVIATE_URL=http://127.0.0.1:8080 WEAVIATE_GRPC_PORT=50051 \
+        python benchmarks/crash_anywhere.py --paths ingest,delete,reingest --runs 5   # a real Weaviate server
 """
 
 from __future__ import annotations
@@ -56,6 +58,15 @@ def code_word(i: int, version: int = 1) -> str:
 
 # ----------------------------------------------------------------------------- the child
 
+def _store_settings() -> dict:
+    """The store the run uses: embedded unless CRASH_STORE=weaviate (WEAVIATE_URL and
+    WEAVIATE_GRPC_PORT name the server, as for the app)."""
+    if os.environ.get("CRASH_STORE") == "weaviate":
+        return {"store": "weaviate", "weaviate_url": os.environ["WEAVIATE_URL"],
+                "weaviate_grpc_port": os.environ.get("WEAVIATE_GRPC_PORT", "50051")}
+    return {}
+
+
 def child(role: str, data: Path, docs: Path, log_path: Path, count: int) -> None:
     from rag_core.access import Caller
     from rag_core.config import get_settings
@@ -63,7 +74,7 @@ def child(role: str, data: Path, docs: Path, log_path: Path, count: int) -> None
     from rag_core.workspace import Workspace
 
     op = Caller.operator()
-    ws = Workspace(get_settings(data, answer_cache=(role == "cache")))
+    ws = Workspace(get_settings(data, answer_cache=(role == "cache"), **_store_settings()))
     log = open(log_path, "a", buffering=1)
 
     def ack(**event) -> None:
@@ -126,7 +137,7 @@ def prepare(root: Path, role: str, n_docs: int) -> tuple[Path, Path]:
 
     data, docs = root / "data", root / "docs"
     docs.mkdir(parents=True, exist_ok=True)
-    ws = Workspace(get_settings(data))
+    ws = Workspace(get_settings(data, **_store_settings()))
     try:
         ws.create_kb(KB, caller=Caller.operator())
         if role in ("delete", "reingest", "cache", "ingest"):
@@ -149,7 +160,7 @@ def check(role: str, data: Path, acks: list[dict], n_docs: int) -> tuple[list[st
 
     op = Caller.operator()
     t = time.perf_counter()
-    ws = Workspace(get_settings(data, answer_cache=True))
+    ws = Workspace(get_settings(data, answer_cache=True, **_store_settings()))
     reopen_s = time.perf_counter() - t
     bad: list[str] = []
     try:
@@ -159,10 +170,13 @@ def check(role: str, data: Path, acks: list[dict], n_docs: int) -> tuple[list[st
             have = len(ws.store.document_chunks(kb.kb_id, d.doc_id))
             if d.status in ("indexed", "searchable") and have != d.chunks:
                 bad.append(f"half document {d.source}: {have} of {d.chunks} chunks")
-        rows = ws.db.query("SELECT DISTINCT doc_id FROM chunks WHERE kb_id=?", (kb.kb_id,))
-        for r in rows:
-            if r[0] not in listed:
-                bad.append(f"orphan chunks of {r[0]}")
+        if ws.store.name == "embedded":
+            rows = ws.db.query("SELECT DISTINCT doc_id FROM chunks WHERE kb_id=?", (kb.kb_id,))
+            bad += [f"orphan chunks of {r[0]}" for r in rows if r[0] not in listed]
+        else:  # Weaviate: every chunk it holds for this knowledge base belongs to a listed document
+            held = sum(len(ws.store.document_chunks(kb.kb_id, d)) for d in listed)
+            if ws.store.count(kb.kb_id) != held:
+                bad.append(f"orphan chunks: the store holds {ws.store.count(kb.kb_id)}, listed documents {held}")
 
         def hits(word: str):
             return ws.search([KB], word, k=10, mode="keyword", caller=op).results

@@ -51,3 +51,14 @@ def test_a_delete_that_dies_half_way_is_finished_on_reopening(tmp_path, monkeypa
         assert ws.search(["k"], "harbour opens", k=3, mode="keyword", caller=OP).results == []
     finally:
         ws.close()
+
+
+@pytest.mark.parametrize("path", ["ingest", "delete", "reingest"])
+def test_a_kill_loses_nothing_on_a_real_weaviate_server(path, tmp_path, weaviate_server, monkeypatch):
+    """The document write paths again, with the chunks in a real Weaviate server."""
+    monkeypatch.setenv("CRASH_STORE", "weaviate")
+    monkeypatch.setenv("WEAVIATE_URL", weaviate_server.url)
+    monkeypatch.setenv("WEAVIATE_GRPC_PORT", str(weaviate_server.grpc_port))
+    r = run_path(path, runs=1, root=tmp_path, seed=51)
+    assert r["runs"] == 1 and r["rerun_ok"] == 1
+    assert r["violations"] == [], r["violations"]
