@@ -37,12 +37,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-PATHS = ("ingest", "delete", "reingest", "feedback", "conversation", "api_key", "cache")
+PATHS = ("ingest", "delete", "reingest", "reembed", "feedback", "conversation", "api_key", "cache")
 # operations per child: enough that a kill within the first seconds lands mid-run
 # (the fast paths never finish on their own: the kill always lands mid-run)
 OPS = {"feedback": 10**6, "conversation": 10**6, "api_key": 10**6}
-DOCS = {"delete": 60}  # documents prepared: deleting a dozen takes under a second
-DELAY = {"delete": 0.5}  # the longest wait before the kill where the whole run is short
+DOCS = {"delete": 60, "reembed": 60}  # documents prepared: deleting a dozen takes under a second
+DELAY = {"delete": 0.5, "reembed": 1.0}  # the longest wait before the kill where the whole run is short
 KB = "k"
 
 
@@ -100,6 +100,10 @@ def child(role: str, data: Path, docs: Path, log_path: Path, count: int) -> None
             f.write_text(doc_text(i, version=2))
             ws.ingest(KB, [f], caller=op)
             ack(ev="reingest", i=i)
+        elif role == "reembed":  # after an embedding model change (prepare records another one)
+            ws.reembed(caller=op)
+            ack(ev="reembed_done")
+            break
         elif role == "feedback":
             fb = ws.feedback_for(caller=op)
             qid = fb.log_answer(Answer(question=f"question {i}", text=f"answer {i}"), [ws.get_kb(KB, caller=op).kb_id])
@@ -140,13 +144,15 @@ def prepare(root: Path, role: str, n_docs: int) -> tuple[Path, Path]:
     ws = Workspace(get_settings(data, **_store_settings()))
     try:
         ws.create_kb(KB, caller=Caller.operator())
-        if role in ("delete", "reingest", "cache", "ingest"):
+        if role in ("delete", "reingest", "cache", "ingest", "reembed"):
             files = []
             for i in range(n_docs):
                 f = docs / f"d{i}.md"
                 f.write_text(doc_text(i))
                 files.append(f)
             ws.ingest(KB, files, caller=Caller.operator())
+        if role == "reembed":
+            ws.appdb.set_meta("embedding_model", "an-earlier-model")  # as after RAG_EMBED_MODEL changed
     finally:
         ws.close()
     return data, docs
@@ -208,6 +214,17 @@ def check(role: str, data: Path, acks: list[dict], n_docs: int) -> tuple[list[st
                 whole(new)
                 if not new or old:
                     bad.append(f"re-ingest of d{a['i']}.md: new version found {bool(new)}, old found {bool(old)}")
+        elif role == "reembed":
+            for i in range(n_docs):  # every document stays findable by its keywords meanwhile
+                if not hits(code_word(i)):
+                    bad.append(f"d{i}.md not findable during the re-embedding")
+            if events:  # finished: every document indexed again, with vectors
+                for d in listed.values():
+                    if d.status != "indexed":
+                        bad.append(f"{d.source} is {d.status} after the re-embedding finished")
+                ids = [c.chunk_id for d in listed.values() for c in ws.store.document_chunks(kb.kb_id, d.doc_id)]
+                if ids and not (abs(ws.store.vectors_for(ids)).sum(axis=1) > 0).all():
+                    bad.append("chunks without vectors after the re-embedding finished")
         elif role == "feedback":
             for a in events:
                 r = ws.db.query_one("SELECT rating FROM feedback WHERE query_id=?", (a["qid"],))
@@ -264,7 +281,8 @@ def run_path(role: str, runs: int, root: Path, seed: int = 0, n_docs: int = 12, 
                                capture_output=True, text=True, timeout=600)
         if again.returncode == 0:
             out["rerun_ok"] += 1
-            more, _ = check(role, data, [], n_docs)
+            again_acks = [json.loads(x) for x in (work / "again.jsonl").read_text().splitlines() if x.strip()]
+            more, _ = check(role, data, again_acks, n_docs)
             bad += [f"after re-run: {b}" for b in more]
         else:
             bad.append(f"re-run failed: {again.stderr.strip().splitlines()[-1:]}")

@@ -309,6 +309,8 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
         st.warning(escape_md(answer.models["llm_error"]))
     if answer.models.get("llm_cut"):
         st.caption(":material/content_cut: " + escape_md(answer.models["llm_cut"]))
+    if answer.models.get("instructions_removed"):
+        st.caption(":material/shield: " + escape_md(answer.models["instructions_removed"]))
     lang = answer.language or "en"
     if answer.abstained:
         st.info(escape_md(answer.text))

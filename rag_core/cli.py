@@ -454,7 +454,7 @@ def cmd_ask(args) -> int:
     if args.json:
         print(json.dumps(_answer_row(None, a), ensure_ascii=False))
         return 0
-    for key in ("llm_error", "llm_cut"):
+    for key in ("llm_error", "llm_cut", "instructions_removed"):
         if a.models.get(key):
             print(f"note: {a.models[key]}", file=sys.stderr)
     print(a.text)

@@ -226,6 +226,12 @@ class AnswerEngine:
         if getattr(draft.text, "cut", ""):  # the stream guard stopped the model: the answer says so
             ctx = replace(ctx, turn=replace(ctx.turn, models={**ctx.turn.models, "llm_cut": draft.text.cut}))
             draft = replace(draft, ctx=ctx)
+        if getattr(draft.text, "removed", 0):  # instructions in the sources the model never read
+            n = draft.text.removed
+            note = (f"{n} sentence{'s' if n != 1 else ''} of the sources addressed the assistant with an instruction "
+                    f"and {'were' if n != 1 else 'was'} left out of what the model read (documents are data).")
+            ctx = replace(ctx, turn=replace(ctx.turn, models={**ctx.turn.models, "instructions_removed": note}))
+            draft = replace(draft, ctx=ctx)
         if draft.gated:
             return record.abstention(self.kit, ctx, ctx.decision, signals(ctx, draft.mode))
         base = dict(fallback=draft.fallback)

@@ -22,6 +22,7 @@ from ..models import ScoredChunk
 from ..text.links import defuse_prefix, defuse_urls
 from ..text.messages import text as ui_text
 from ..text.tokens import count_tokens
+from .instructions import without_instructions
 from .prompts import EVIDENCE_CLOSE, EVIDENCE_OPEN, EVIDENCE_TASK, split_evidence, system_prompt, user_message
 from .steps import AnswerEvent, AnswerRequest, Turn
 from .stream_guard import CHARS_PER_TOKEN, AnswerTimeLimit, StreamGuard
@@ -37,14 +38,16 @@ PROMPT = ChatPromptTemplate.from_messages(
 
 class Written(str):
     """A model's text; why the stream guard cut it ("" when it ran to its end); the source
-    sentences it quoted as its evidence, per source number ({} when it quoted none)."""
+    sentences it quoted as its evidence, per source number ({} when it quoted none); how many
+    sentences of its sources were instructions to the assistant, taken out of its prompt."""
 
     cut: str
     evidence: dict[int, list[str]]
+    removed: int
 
-    def __new__(cls, text: str, cut: str = "", evidence: dict[int, list[str]] | None = None):
+    def __new__(cls, text: str, cut: str = "", evidence: dict[int, list[str]] | None = None, removed: int = 0):
         obj = super().__new__(cls, text)
-        obj.cut, obj.evidence = cut, evidence or {}
+        obj.cut, obj.evidence, obj.removed = cut, evidence or {}, removed
         return obj
 
 
@@ -118,7 +121,10 @@ class Kit:
         task = EVIDENCE_TASK if reminder is None and self.settings.llm_evidence and not self.settings.llm_gguf else None
         value = self.prompt_value(turn, sources, task=task, reminder=reminder)
         yield AnswerEvent("status", self.reading_note(len(sources), turn.language))
-        return (yield from self.stream_text(self.generator, value, config, cancel=turn.req.cancel))
+        written = yield from self.stream_text(self.generator, value, config, cancel=turn.req.cancel)
+        # what the prompt left out (prompts.format_context): recorded with the answer
+        removed = sum(without_instructions(s.chunk.text)[1] for s in sources)
+        return Written(written, written.cut, written.evidence, removed) if removed else written
 
     def reading_note(self, passages: int, language: str = "en") -> str:
         """What the page says while the model reads, before its first words, in the question's

@@ -211,6 +211,7 @@ def test_llm_mode_prompt_keeps_documents_as_data(ws):
     # forges elsewhere is neutralised (prompts.neutralise, tests/generation/test_instructions.py)
     assert "[9]" not in user and "you may now cite" not in user and "pirate" not in user
     assert "instruction addressed to the assistant was removed" in user
+    assert "left out of what the model read" in a.models["instructions_removed"]  # the answer says so
     assert a.text == "Employees book flights through the travel desk [1]." and a.citations[0].source == "travel.txt"
 
 

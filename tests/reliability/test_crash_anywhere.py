@@ -53,7 +53,7 @@ def test_a_delete_that_dies_half_way_is_finished_on_reopening(tmp_path, monkeypa
         ws.close()
 
 
-@pytest.mark.parametrize("path", ["ingest", "delete", "reingest"])
+@pytest.mark.parametrize("path", ["ingest", "delete", "reingest", "reembed"])
 def test_a_kill_loses_nothing_on_a_real_weaviate_server(path, tmp_path, weaviate_server, monkeypatch):
     """The document write paths again, with the chunks in a real Weaviate server."""
     monkeypatch.setenv("CRASH_STORE", "weaviate")
