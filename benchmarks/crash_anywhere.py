@@ -1,8 +1,10 @@
 """Crash anywhere, lose nothing (issue 51): each write path runs in a child process that is killed
 with SIGKILL at a random moment; the data folder is reopened and its invariants checked.
 
-Paths (embedded store): ingest, delete, re-ingest of a changed file, feedback (log + rating),
-conversation writes, API-key writes, and answer-cache writes followed by a delete. The child
+Paths (embedded store): ingest, delete (two thirds of the documents, so the store's compaction
+runs within the window the kill can land in), re-ingest of a changed file, re-embedding after a
+model change, feedback (log + rating), conversation writes, API-key writes, and answer-cache
+writes followed by a delete. The child
 writes an acknowledgement line (flushed and fsynced) after each operation returns: what was
 acknowledged must survive the kill.
 
@@ -40,9 +42,10 @@ sys.path.insert(0, str(ROOT))
 PATHS = ("ingest", "delete", "reingest", "reembed", "feedback", "conversation", "api_key", "cache")
 # operations per child: enough that a kill within the first seconds lands mid-run
 # (the fast paths never finish on their own: the kill always lands mid-run)
-OPS = {"feedback": 10**6, "conversation": 10**6, "api_key": 10**6}
+OPS = {"feedback": 10**6, "conversation": 10**6, "api_key": 10**6,
+       "delete": 40}  # 40 of 60 documents: past a third of the rows dead, the embedded store compacts meanwhile
 DOCS = {"delete": 60, "reembed": 60}  # documents prepared: deleting a dozen takes under a second
-DELAY = {"delete": 0.5, "reembed": 1.0}  # the longest wait before the kill where the whole run is short
+DELAY = {"delete": 0.8, "reembed": 1.0}  # the longest wait before the kill where the whole run is short
 KB = "k"
 
 
