@@ -127,31 +127,47 @@ def _versions(kit: Kit, docs: list[CatalogueEntry]) -> bool:
                                    kit.store.document_chunks(b.kb_id, b.doc_id))
 
 
+class _Items:
+    """Labelled items of an offline comparison ("- label: sentence [n]"): each chunk numbered
+    once, in first use, and each label recorded as a lead of its chunk's marker, so the copy
+    after it is matched as that source's own words (verify's leads)."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.used: list[ScoredChunk] = []
+        self.pos: dict[str, int] = {}
+        self.leads: dict[int, list[str]] = {}
+
+    def add(self, label: str, sentence: str, chunk) -> None:
+        if chunk.chunk_id not in self.pos:
+            self.used.append(ScoredChunk(chunk, 1.0, {"document": 1.0}))
+            self.pos[chunk.chunk_id] = len(self.used)
+        n = self.pos[chunk.chunk_id]
+        self.leads.setdefault(n, []).append(label)
+        self.lines.append(f"- {label}: {cite(sentence, n)}")
+
+    def result(self) -> tuple[list[str], list[ScoredChunk], dict[int, list[str]]]:
+        return self.lines, self.used, self.leads
+
+
 def changes(kit: Kit, docs: list[CatalogueEntry]) -> tuple[list[str], list[ScoredChunk], dict[int, list[str]]]:
     """Offline "what changed": each changed, removed or added sentence under its document's name."""
     a, b = (kit.store.document_chunks(d.kb_id, d.doc_id) for d in docs)
     found = docread.changes(a, b, docs[0].language or "en", limit=kit.settings.outline_sections)
-    lines: list[str] = []
-    used: list[ScoredChunk] = []
-    pos: dict[str, int] = {}
-    leads: dict[int, list[str]] = {}
+    items = _Items()
 
-    def item(d: CatalogueEntry, sc, only: bool = False) -> str:
+    def item(d: CatalogueEntry, sc, only: bool = False) -> None:
         sentence, chunk = sc
-        if chunk.chunk_id not in pos:
-            used.append(ScoredChunk(chunk, 1.0, {"document": 1.0}))
-            pos[chunk.chunk_id] = len(used)
         date = f" ({d.date})" if d.date else ""
         head = f"Only in {item_heading(d.source)}" if only else item_heading(d.source)
-        leads.setdefault(pos[chunk.chunk_id], []).append(f"{head}{date}")
-        return f"- {head}{date}: {cite(sentence, pos[chunk.chunk_id])}"
+        items.add(f"{head}{date}", sentence, chunk)
 
     for old, new in found:
         if old is not None:
-            lines.append(item(docs[0], old, only=new is None))
+            item(docs[0], old, only=new is None)
         if new is not None:
-            lines.append(item(docs[1], new, only=old is None))
-    return lines, used, leads
+            item(docs[1], new, only=old is None)
+    return items.result()
 
 
 def _topic_sources(found: docread.TopicComparison, k: int) -> list[ScoredChunk]:
@@ -169,25 +185,20 @@ def by_topic(docs: list[CatalogueEntry], found: docread.TopicComparison
     topic, what each says, under its section's heading; then each one's chapters the other
     does not cover. Every item is "- document § section: the section's own sentence [n]", so
     each line is a copy the verifier matches, its label our framing (the leads)."""
-    lines: list[str] = []
-    used: list[ScoredChunk] = []
-    pos: dict[str, int] = {}
-    leads: dict[int, list[str]] = {}
+    items = _Items()
 
-    def item(d: CatalogueEntry, it: docread.TopicItem, only: bool = False) -> str:
-        if it.chunk.chunk_id not in pos:
-            used.append(ScoredChunk(it.chunk, 1.0, {"document": 1.0}))
-            pos[it.chunk.chunk_id] = len(used)
-        n = pos[it.chunk.chunk_id]
+    def item(d: CatalogueEntry, it: docread.TopicItem, only: bool = False) -> None:
         head = f"{'Only in ' if only else ''}{item_heading(d.source)} § {item_heading(it.section.heading)}"
-        leads.setdefault(n, []).append(head)
-        return f"- {head}: {cite(it.sentence, n)}"
+        items.add(head, it.sentence, it.chunk)
 
     for _, ia, ib in found.shared:
-        lines += [item(docs[0], ia), item(docs[1], ib)]
-    lines += [item(docs[0], it, only=True) for it in found.only_a]
-    lines += [item(docs[1], it, only=True) for it in found.only_b]
-    return lines, used, leads
+        item(docs[0], ia)
+        item(docs[1], ib)
+    for it in found.only_a:
+        item(docs[0], it, only=True)
+    for it in found.only_b:
+        item(docs[1], it, only=True)
+    return items.result()
 
 
 def _said(line: str) -> str:

@@ -24,8 +24,10 @@ import re
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.M)
 _CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
-_IMAGE = re.compile(r"!\[([^\[\]\n]*)\]\(\s*<?([^()\s<>]*(?:\([^()\s]*\)[^()\s<>]*)*)>?(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?\s*\)")
-_LINK = re.compile(r"\[([^\[\]\n]*)\]\(\s*<?([^()\s<>]*(?:\([^()\s]*\)[^()\s<>]*)*)>?(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?\s*\)")
+# "[label](destination "title")": the destination may hold one level of balanced brackets
+_LINK = re.compile(r"\[([^\[\]\n]*)\]\(\s*<?([^()\s<>]*(?:\([^()\s]*\)[^()\s<>]*)*)>?"
+                   r"(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?\s*\)")
+_IMAGE = re.compile("!" + _LINK.pattern)
 _AUTOLINK = re.compile(r"<((?:[a-zA-Z][a-zA-Z0-9+.-]{1,31}):[^\s<>]*|[^\s<>@]+@[^\s<>@]+\.[^\s<>@]+)>")
 BARE_URL = _BARE = re.compile(r"(?<![\w`/@.])((?:https?|ftp|file|data|javascript|mailto):[^\s<>`\"')\]]+|www\.[a-zA-Z0-9-]+\.[^\s<>`\"')\]]+)",
                    re.I)
@@ -48,16 +50,12 @@ def _code(url: str) -> str:
 
 
 def _prose(text: str) -> str:
-    def image(m: re.Match) -> str:
-        alt, src = m.group(1).strip(), m.group(2)
-        return " ".join(x for x in (alt, _code(src) if src else "") if x)
+    def inert(m: re.Match) -> str:  # an image's alt text or a link's label, then its URL as code
+        label, url = m.group(1).strip(), m.group(2)
+        return " ".join(x for x in (label, _code(url) if url else "") if x)
 
-    def link(m: re.Match) -> str:
-        label, href = m.group(1).strip(), m.group(2)
-        return " ".join(x for x in (label, _code(href) if href else "") if x)
-
-    text = _IMAGE.sub(image, text)
-    text = _LINK.sub(link, text)
+    text = _IMAGE.sub(inert, text)
+    text = _LINK.sub(inert, text)
     text = _AUTOLINK.sub(lambda m: _code(m.group(1)), text)
     # bare URLs, outside the code spans the steps above made
     parts = re.split(r"(`+[^`]*`+)", text)

@@ -217,6 +217,13 @@ def kb_with_file(data: Path, name: str, path: Path) -> None:
         ws.close()
 
 
+def scripted_model_env(llm, model: str, **more: str) -> dict:
+    """The app's environment for a scripted model on loopback (benchmarks/oracle_llm.py) named
+    `model`: one pass of the answer step (no second search, no condensing call), plus `more`."""
+    return {"RAG_OPENAI_BASE_URL": llm.base_url, "RAG_OPENAI_API_KEY": "test", "RAG_LLM_MODEL": model,
+            "RAG_LLM_CRAG": "false", "RAG_LLM_CONDENSE": "false", **more}
+
+
 def test_new_user_journey(server, page, tmp_path, shot_on_failure):
     url, _, _ = server
     page.goto(url)
@@ -469,16 +476,10 @@ def test_the_waiting_line_counts_the_seconds_and_stop_cancels_the_model(page, tm
     import re
 
     sys.path.insert(0, str(REPO))
-    from benchmarks.oracle_llm import OracleServer, _Reply
-    from tests.generation.test_answer_path import Script
+    from benchmarks.oracle_llm import OracleServer
+    from tests.generation.test_answer_path import Paced
 
     question = "How often should the kettle be descaled?"
-
-    class Silent(Script):
-        def reply(self, messages):
-            r = super().reply(messages)
-            # then a piece a second: the writes after the app hangs up fail, and the server counts it
-            return _Reply(r.text, r.kind, r.entry, wait=12.0, pace=1.0) if r.kind == "answer" else r
 
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -486,10 +487,10 @@ def test_the_waiting_line_counts_the_seconds_and_stop_cancels_the_model(page, tm
     data = tmp_path / "data"
     kb_with_file(data, "Kettle", docs / "kettle.md")
     with OracleServer({}) as llm:
-        llm.reader = Silent({question: "Descale the kettle monthly with white vinegar and rinse it twice [1]."})
-        env = {"RAG_OPENAI_BASE_URL": llm.base_url, "RAG_OPENAI_API_KEY": "test", "RAG_LLM_MODEL": "scripted-model",
-               "RAG_LLM_CRAG": "false", "RAG_LLM_CONDENSE": "false", "RAG_ANSWER_CACHE": "false"}
-        with streamlit_app(data, env=env) as (url, _):
+        # silent 12 s, then a piece a second: the writes after the app hangs up fail, and the server counts it
+        llm.reader = Paced({question: "Descale the kettle monthly with white vinegar and rinse it twice [1]."},
+                           pace=1.0, wait=12.0)
+        with streamlit_app(data, env=scripted_model_env(llm, "scripted-model", RAG_ANSWER_CACHE="false")) as (url, _):
             page.goto(url)
             select_kb_in_chat(page, "Kettle")
             reply = ask_in_chat(page, question)
@@ -536,9 +537,7 @@ def test_an_injected_image_or_link_is_never_fetched_by_the_chat_page(page, tmp_p
                   f"q=descale+every+four+weeks) Read [more]({listener.url}/more?q=four+weeks) or {listener.url}/bare.")
         with OracleServer({}) as llm:
             llm.reader = Script({question: obeyed})
-            env = {"RAG_OPENAI_BASE_URL": llm.base_url, "RAG_OPENAI_API_KEY": "test", "RAG_LLM_MODEL": "obedient",
-                   "RAG_LLM_CRAG": "false", "RAG_LLM_CONDENSE": "false", "RAG_ANSWER_POLICY": "model"}
-            with streamlit_app(data, env=env) as (url, _):
+            with streamlit_app(data, env=scripted_model_env(llm, "obedient", RAG_ANSWER_POLICY="model")) as (url, _):
                 page.goto(url)
                 select_kb_in_chat(page, "Coffee")
                 reply = ask_in_chat(page, question)

@@ -45,6 +45,19 @@ class Script:
         return _Reply(self.answers.get(asked, DECLINE), "answer", {"question": asked})
 
 
+class Paced(Script):
+    """The same replies, with the answer streamed as a slow model streams it: `wait` seconds of
+    silence before its first words, then its pieces `pace` seconds apart."""
+
+    def __init__(self, answers: dict[str, str], pace: float = 0.0, wait: float = 0.0):
+        super().__init__(answers)
+        self.pace, self.wait = pace, wait
+
+    def reply(self, messages):
+        r = super().reply(messages)
+        return _Reply(r.text, r.kind, r.entry, pace=self.pace, wait=self.wait) if r.kind == "answer" else r
+
+
 @pytest.fixture(scope="module")
 def docs(tmp_path_factory):
     root = tmp_path_factory.mktemp("path_docs")

@@ -11,10 +11,8 @@ import time
 
 import pytest
 
-from benchmarks.oracle_llm import _Reply
-
 from rag_core.generation.stream_guard import AnswerTimeLimit, StreamGuard
-from tests.generation.test_answer_path import DESCALE, OP, Script, workspace
+from tests.generation.test_answer_path import DESCALE, OP, Paced, Script, workspace
 
 @pytest.fixture(scope="module")
 def docs(tmp_path_factory):
@@ -98,17 +96,10 @@ def test_markup_from_the_model_never_reaches_the_answer(tmp_path, server, docs):
     ws.close()
 
 
-class Slow(Script):
-    """A model that streams its answer's four pieces 0.4 s apart."""
-
-    def reply(self, messages):
-        r = super().reply(messages)
-        return _Reply(r.text, r.kind, r.entry, pace=0.4) if r.kind == "answer" else r
-
-
 def test_past_the_time_limit_the_offline_answer_stands_in_and_says_why(tmp_path, server, docs):
-    server.reader = Slow({DESCALE: "Descale the kettle monthly with white vinegar [1]. Rinse it afterwards [1]. "
-                                   "Then boil fresh water once [1]. Then it is ready [1]."})
+    # its four pieces 0.4 s apart
+    server.reader = Paced({DESCALE: "Descale the kettle monthly with white vinegar [1]. Rinse it afterwards [1]. "
+                                    "Then boil fresh water once [1]. Then it is ready [1]."}, pace=0.4)
     ws = workspace(tmp_path, docs, server.base_url, llm_answer_seconds=0.5)
     events = list(ws.answers.chain.stream(ws.answer_request(["k"], DESCALE, caller=OP)))
     a = events[-1].answer
@@ -131,19 +122,11 @@ def test_the_page_is_told_what_happens_before_the_first_words(tmp_path, server, 
     ws.close()
 
 
-class Paced(Script):
-    """A model whose answer comes in four pieces a second apart."""
-
-    def reply(self, messages):
-        r = super().reply(messages)
-        return _Reply(r.text, r.kind, r.entry, pace=1.0) if r.kind == "answer" else r
-
-
 def test_a_stopped_loop_hangs_up_on_the_model(tmp_path, server, docs):
     """Cutting the stream must stop the model, not read it to its end: LangChain drains a closed
     stream for tracing, so the guard hangs up from inside the client (kit._Hangup). The server
     sees its later writes fail."""
-    server.reader = Paced({DESCALE: "Descale the kettle monthly with white vinegar [1]. " + LOOP * 400})
+    server.reader = Paced({DESCALE: "Descale the kettle monthly with white vinegar [1]. " + LOOP * 400}, pace=1.0)
     server.dropped = 0
     ws = workspace(tmp_path, docs, server.base_url)
     try:
@@ -166,7 +149,7 @@ def test_a_cancelled_answer_ends_and_hangs_up_on_the_model(tmp_path, server, doc
     from rag_core.generation.kit import AnswerCancelled
 
     server.reader = Paced({DESCALE: "Descale the kettle monthly with white vinegar, then rinse it twice and "
-                                    "boil fresh water once before use [1]."})
+                                    "boil fresh water once before use [1]."}, pace=1.0)
     server.dropped = 0
     ws = workspace(tmp_path, docs, server.base_url)
     try:
