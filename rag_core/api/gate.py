@@ -1,13 +1,15 @@
 """The door every request passes before any route runs (plain ASGI, so it also sees streamed
 responses untouched): credentials (401 with WWW-Authenticate before the body is even read, let
 alone validated), the key's rate limit (429 with Retry-After), and the request size (413, from
-Content-Length or by counting a chunked body as it arrives)."""
+Content-Length or by counting a chunked body as it arrives), and a JSON body's encoding and
+depth (400 invalid_json, rag_core/api/json_body.py)."""
 
 from __future__ import annotations
 
 import anyio
 from fastapi import HTTPException
 
+from . import json_body
 from .auth import Authenticator, RateLimiter, Unauthorized
 from .errors import error_response
 
@@ -75,11 +77,52 @@ class Gate:
                 started = True
             await send(msg)
 
+        app_receive = counted_receive
+        kind = headers.get("content-type", "").split(";")[0].strip().lower()
+        if scope["method"] in ("POST", "PUT", "PATCH") and (not kind or kind.endswith("json")):
+            # A JSON body is small (max_body): read it whole and check what json.loads would
+            # choke on without saying why, then hand the same bytes on.
+            try:
+                body = await _read_all(counted_receive)
+            except TooLarge:
+                await error_response(413, "too_large", _too_large(limit, upload))(scope, receive, send)
+                return
+            why = json_body.problem(body)
+            if why is not None:
+                await error_response(400, "invalid_json", why)(scope, receive, send)
+                return
+            app_receive = _replay(body, receive)
         try:
-            await self.app(scope, counted_receive, tracked_send)
+            await self.app(scope, app_receive, tracked_send)
         except TooLarge:
             if not started:
                 await error_response(413, "too_large", _too_large(limit, upload))(scope, receive, send)
+
+
+async def _read_all(receive) -> bytes:
+    parts = []
+    while True:
+        msg = await receive()
+        if msg["type"] != "http.request":
+            break
+        parts.append(msg.get("body", b""))
+        if not msg.get("more_body", False):
+            break
+    return b"".join(parts)
+
+
+def _replay(body: bytes, receive):
+    """A receive that gives `body` once, then what the client sends next (its disconnect)."""
+    sent = False
+
+    async def replay():
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 def _too_large(limit: int, upload: bool) -> str:

@@ -70,9 +70,9 @@ def _jobs(data) -> int:
 
     db = Database(get_settings(data).db_path)
     try:
-        if not db.query_one("SELECT 1 FROM sqlite_master WHERE name='jobs'"):
+        if not db.query_one("SELECT 1 FROM sqlite_master WHERE name='ingest_jobs'"):
             return 0  # no upload has ever been queued in this folder
-        return db.query_one("SELECT COUNT(*) FROM jobs")[0]
+        return db.query_one("SELECT COUNT(*) FROM ingest_jobs")[0]
     finally:
         db.close()
 

@@ -24,8 +24,10 @@ _JSONL_RESERVED = ("_id", "id", "title", "text", "date")
 def _load_jsonl(data: bytes, source: str) -> list[LoadedDocument]:
     """One document per record {"_id"|"id", "title", "text", "date", ...}.
 
-    Strict on purpose: the first line that is not a JSON object with a "text" field, or
-    that repeats an id, fails the whole file, so a corpus is never half-imported silently.
+    Strict on purpose: a line that is not a JSON object with a "text" field, or that repeats
+    an id, fails the whole file, so a corpus is never half-imported silently. The whole file
+    is read first and every such line is named (the first ten, and how many in all), so one
+    round of fixes does it.
     Blank lines, and records whose text and title are both empty, are skipped. A record
     without an id gets doc_id None: the caller derives one as for any other document.
     A "date" becomes metadata["date"] as YYYY-MM-DD; one that is not a date is left out, as
@@ -35,17 +37,21 @@ def _load_jsonl(data: bytes, source: str) -> list[LoadedDocument]:
     docs: list[LoadedDocument] = []
     seen: dict[str, int] = {}
     mime = EXTENSIONS[".jsonl"]
+    broken: list[str] = []
     for line_no, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except ValueError:
-            raise LoadError(f"line {line_no}: not valid JSON") from None
+            broken.append(f"line {line_no}: not valid JSON")
+            continue
         if not isinstance(record, dict):
-            raise LoadError(f"line {line_no}: expected a JSON object")
+            broken.append(f"line {line_no}: expected a JSON object")
+            continue
         if "text" not in record:
-            raise LoadError(f'line {line_no}: no "text" field')
+            broken.append(f'line {line_no}: no "text" field')
+            continue
         body = _as_text(record["text"])
         title = _as_text(record.get("title"))
         if not body.strip() and not title.strip():
@@ -54,7 +60,8 @@ def _load_jsonl(data: bytes, source: str) -> list[LoadedDocument]:
         doc_id = _as_text(raw_id) or None
         if doc_id is not None:
             if doc_id in seen:
-                raise LoadError(f"line {line_no}: duplicate id '{doc_id}' (first on line {seen[doc_id]})")
+                broken.append(f"line {line_no}: duplicate id '{doc_id}' (first on line {seen[doc_id]})")
+                continue
             seen[doc_id] = line_no
         metadata = {k: v for k, v in record.items() if k not in _JSONL_RESERVED}
         if stated := parse_date(record.get("date")):
@@ -69,6 +76,12 @@ def _load_jsonl(data: bytes, source: str) -> list[LoadedDocument]:
                 metadata=metadata,
             )
         )
+    if len(broken) == 1:
+        raise LoadError(broken[0])
+    if broken:
+        more = f"; and {len(broken) - 10} more" if len(broken) > 10 else ""
+        raise LoadError(f"{len(broken)} lines cannot be read, so nothing of this file was imported: "
+                        + "; ".join(broken[:10]) + more)
     if not docs:
         raise LoadError("no records found (every line is blank or has no text)")
     return docs

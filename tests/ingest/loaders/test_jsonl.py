@@ -53,6 +53,17 @@ def test_jsonl_invalid_line_fails_the_file_with_its_line_number(tmp_path):
         load_file(write(tmp_path, "bad.jsonl", body))
 
 
+def test_jsonl_names_every_broken_line_so_one_round_of_fixes_does_it(tmp_path):
+    rows = [json.dumps({"_id": str(i), "text": f"row {i}"}) for i in range(1, 31)]
+    for i in (5, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 25):  # twelve broken lines
+        rows[i - 1] = rows[i - 1][:-3]
+    with pytest.raises(LoadError) as err:
+        load_file(write(tmp_path, "bad.jsonl", "\n".join(rows)))
+    msg = str(err.value)
+    assert msg.startswith("12 lines cannot be read, so nothing of this file was imported: line 5: not valid JSON;")
+    assert "line 20: not valid JSON" in msg and "line 21" not in msg and msg.endswith("and 2 more")
+
+
 @pytest.mark.parametrize(
     ("line", "reason"),
     [
