@@ -1,10 +1,12 @@
 """Crash anywhere, lose nothing (issue 51): each write path runs in a child process that is killed
 with SIGKILL at a random moment; the data folder is reopened and its invariants checked.
 
-Paths (embedded store): ingest, delete (two thirds of the documents, so the store's compaction
-runs within the window the kill can land in), re-ingest of a changed file, re-embedding after a
+Paths (embedded store): ingest, delete (two thirds of the documents), re-ingest of a changed file, re-embedding after a
 model change, feedback (log + rating), conversation writes, API-key writes, and answer-cache
-writes followed by a delete. The child
+writes followed by a delete; and two paths killed at named fault points
+(rag_core/faults.py, RAG_FAULT) as well as at random moments: `migrate`, opening a data folder
+made with an older schema (the knowledge-base table rebuilt for owners, columns added), and
+`compact`, deletes that make the store compact and rewrite its on-disk snapshot. The child
 writes an acknowledgement line (flushed and fsynced) after each operation returns: what was
 acknowledged must survive the kill.
 
@@ -16,6 +18,8 @@ Invariants after reopening (a violation is counted for each breach):
   again; an acknowledged re-ingest shows the new version only (no chunk of the old);
 - an acknowledged rating, conversation message and API key are there (the key authenticates);
 - the answer cache never serves an answer citing a document deleted after it was cached;
+- an old folder opens with every knowledge base, owner, document and rating it had;
+- a snapshot the store points at (CURRENT) always loads;
 - running the operation again completes (exit 0) and the invariants still hold.
 
     python benchmarks/crash_anywhere.py --runs 10            # every path, 10 kills each
@@ -39,13 +43,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-PATHS = ("ingest", "delete", "reingest", "reembed", "feedback", "conversation", "api_key", "cache")
+PATHS = ("ingest", "delete", "reingest", "reembed", "feedback", "conversation", "api_key", "cache", "migrate",
+         "compact")
+# Runs of these paths cycle through named fault points (None: a random moment instead).
+FAULTS = {"migrate": ["migrate.kbs.copied", "migrate.kbs.renamed", "migrate.column", "migrate.column:4", None],
+          "compact": ["snapshot.files", "snapshot.manifest", "snapshot.current", "snapshot.files:2", None]}
+# The compact path writes snapshots from 20 rows on and compacts past 20 dead rows (the defaults,
+# 20,000 and 1,000, would need thousands of chunks per run): the same code, reached sooner.
+SNAPSHOT_MIN, COMPACT_MIN_DEAD = 20, 20
 # operations per child: enough that a kill within the first seconds lands mid-run
 # (the fast paths never finish on their own: the kill always lands mid-run)
 OPS = {"feedback": 10**6, "conversation": 10**6, "api_key": 10**6,
-       "delete": 40}  # 40 of 60 documents: past a third of the rows dead, the embedded store compacts meanwhile
-DOCS = {"delete": 60, "reembed": 60}  # documents prepared: deleting a dozen takes under a second
-DELAY = {"delete": 0.8, "reembed": 1.0}  # the longest wait before the kill where the whole run is short
+       "delete": 40, "compact": 40}  # 40 of 60 documents: past a third of the rows dead (compact: it compacts)
+DOCS = {"delete": 60, "reembed": 60, "compact": 60}  # documents prepared: deleting a dozen takes under a second
+DELAY = {"delete": 0.8, "reembed": 1.0, "compact": 0.8, "migrate": 0.3}  # the longest wait before the kill where the whole run is short
 KB = "k"
 
 
@@ -77,7 +88,6 @@ def child(role: str, data: Path, docs: Path, log_path: Path, count: int) -> None
     from rag_core.workspace import Workspace
 
     op = Caller.operator()
-    ws = Workspace(get_settings(data, answer_cache=(role == "cache"), **_store_settings()))
     log = open(log_path, "a", buffering=1)
 
     def ack(**event) -> None:
@@ -85,7 +95,19 @@ def child(role: str, data: Path, docs: Path, log_path: Path, count: int) -> None
         log.flush()
         os.fsync(log.fileno())
 
-    ack(ev="ready")
+    if role == "migrate":  # the write is the opening itself
+        ack(ev="ready")
+    if role == "compact":
+        from rag_core.stores.embedded import EmbeddedStore
+        from rag_core.stores.memindex import MemIndex
+
+        EmbeddedStore.snapshot_min, MemIndex.compact_min_dead = SNAPSHOT_MIN, COMPACT_MIN_DEAD
+    ws = Workspace(get_settings(data, answer_cache=(role == "cache"), **_store_settings()))
+    if role == "migrate":
+        ack(ev="opened")
+        count = 0
+    else:
+        ack(ev="ready")
     docs_by_source = {d.source: d for d in ws.list_documents(KB, caller=op, status=None)}
     for i in range(count):
         if role == "ingest":
@@ -93,7 +115,7 @@ def child(role: str, data: Path, docs: Path, log_path: Path, count: int) -> None
             f.write_text(doc_text(1000 + i))
             ws.ingest(KB, [f], caller=op)
             ack(ev="ingest", i=1000 + i)
-        elif role == "delete":
+        elif role in ("delete", "compact"):
             d = docs_by_source.get(f"d{i}.md")
             if d is not None:
                 ws.delete_document(KB, d.doc_id, caller=op)
@@ -130,6 +152,8 @@ def child(role: str, data: Path, docs: Path, log_path: Path, count: int) -> None
             if not a.abstained:
                 ws.delete_document(KB, d.doc_id, caller=op)
                 ack(ev="cache_delete", i=i, question=q)
+    if role == "compact":
+        ws.store.maintain()  # the compaction and its snapshot, if the background has not done them yet
     ack(ev="done")
     log.close()
     ws.close()
@@ -144,10 +168,15 @@ def prepare(root: Path, role: str, n_docs: int) -> tuple[Path, Path]:
 
     data, docs = root / "data", root / "docs"
     docs.mkdir(parents=True, exist_ok=True)
+    from rag_core.stores.embedded import EmbeddedStore
+
+    saved_min = EmbeddedStore.snapshot_min
+    if role == "compact":  # an on-disk snapshot to begin with
+        EmbeddedStore.snapshot_min = SNAPSHOT_MIN
     ws = Workspace(get_settings(data, **_store_settings()))
     try:
-        ws.create_kb(KB, caller=Caller.operator())
-        if role in ("delete", "reingest", "cache", "ingest", "reembed"):
+        ws.create_kb(KB, caller=Caller.operator(), **({"acl_users": ["ann"]} if role == "migrate" else {}))
+        if role in ("delete", "reingest", "cache", "ingest", "reembed", "migrate", "compact"):
             files = []
             for i in range(n_docs):
                 f = docs / f"d{i}.md"
@@ -156,9 +185,52 @@ def prepare(root: Path, role: str, n_docs: int) -> tuple[Path, Path]:
             ws.ingest(KB, files, caller=Caller.operator())
         if role == "reembed":
             ws.appdb.set_meta("embedding_model", "an-earlier-model")  # as after RAG_EMBED_MODEL changed
+        if role == "migrate":
+            fb = ws.feedback_for(caller=Caller.operator())
+            for i in range(3):
+                from rag_core.models import Answer
+
+                qid = fb.log_answer(Answer(question=f"q{i}", text=f"a{i}"), [ws.get_kb(KB, caller=Caller.operator()).kb_id])
+                fb.rate(qid, 1, comment=f"old rating {i}")
     finally:
         ws.close()
+        EmbeddedStore.snapshot_min = saved_min
+    if role == "migrate":
+        age(data)
     return data, docs
+
+
+# The schema of a data folder from before owners, retention, document leases, dates and
+# languages, and thumbs-down reasons (what `age` turns a new folder back into).
+OLD_KBS = """CREATE TABLE kbs (kb_id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE COLLATE NOCASE,
+  description TEXT NOT NULL DEFAULT '', instructions TEXT NOT NULL DEFAULT '', grounded_only INTEGER NOT NULL DEFAULT 0,
+  retrieval TEXT NOT NULL DEFAULT '{}', tenant TEXT, acl_users TEXT NOT NULL DEFAULT '[]',
+  acl_groups TEXT NOT NULL DEFAULT '[]', created_at REAL NOT NULL)"""
+NEWER_COLUMNS = {"documents": ("lease_owner", "lease_until", "doc_date", "date_source", "language", "language_source"),
+                 "feedback": ("reason",)}
+
+
+def age(data: Path) -> None:
+    """Turn a folder written by this version into one written before those migrations."""
+    import sqlite3
+
+    from rag_core.config import get_settings
+
+    c = sqlite3.connect(get_settings(data).db_path, isolation_level=None)
+    try:
+        c.execute("PRAGMA foreign_keys=OFF")
+        c.execute("BEGIN")
+        c.execute(OLD_KBS.replace("CREATE TABLE kbs", "CREATE TABLE kbs_old"))
+        c.execute("INSERT INTO kbs_old SELECT kb_id, name, description, instructions, grounded_only, retrieval, tenant, "
+                  "acl_users, acl_groups, created_at FROM kbs")
+        c.execute("DROP TABLE kbs")
+        c.execute("ALTER TABLE kbs_old RENAME TO kbs")
+        for table, cols in NEWER_COLUMNS.items():
+            for col in cols:
+                c.execute(f"ALTER TABLE {table} DROP COLUMN {col}")
+        c.execute("COMMIT")
+    finally:
+        c.close()
 
 
 def check(role: str, data: Path, acks: list[dict], n_docs: int) -> tuple[list[str], float]:
@@ -205,7 +277,7 @@ def check(role: str, data: Path, acks: list[dict], n_docs: int) -> tuple[list[st
                 whole(res)
                 if not res:
                     bad.append(f"acknowledged ingest of document {a['i']} not found")
-        elif role == "delete":
+        elif role in ("delete", "compact"):
             for a in events:
                 res = [h for h in hits(code_word(a["i"])) if h.chunk.source == f"d{a['i']}.md"]
                 if res:
@@ -250,6 +322,25 @@ def check(role: str, data: Path, acks: list[dict], n_docs: int) -> tuple[list[st
                 ans = ws.ask([KB], a["question"], caller=op)
                 if any(c.source == f"d{a['i']}.md" for c in ans.citations):
                     bad.append(f"answer citing deleted d{a['i']}.md served (cached={ans.cached})")
+        elif role == "migrate":
+            if kb.owners != ["ann"]:
+                bad.append(f"the old folder's knowledge base has owners {kb.owners}, not its users ['ann']")
+            if len(listed) != n_docs or any(d.status != "indexed" for d in listed.values()):
+                bad.append(f"{len(listed)} of {n_docs} documents listed after the migration")
+            for i in range(n_docs):
+                if not hits(code_word(i)):
+                    bad.append(f"d{i}.md not found after the migration")
+            rated = ws.db.query_one("SELECT COUNT(*) FROM feedback WHERE comment LIKE 'old rating %'")[0]
+            if rated != 3:
+                bad.append(f"{rated} of the old folder's 3 ratings after the migration")
+            for table, cols in NEWER_COLUMNS.items():
+                if missing := set(cols) - ws.db.columns(table):
+                    bad.append(f"{table} lacks {sorted(missing)} after the migration")
+        if ws.store.name == "embedded" and (ws.store._snap_dir / "CURRENT").exists():
+            from rag_core.stores import snapshot
+
+            if snapshot.load(ws.store._snap_dir) is None:
+                bad.append("the snapshot CURRENT names does not load")
         if not (role == "reembed" and ws.appdb.get_meta("embedding_model") == "an-earlier-model"):
             for i in range(n_docs):  # whatever search shows is whole
                 whole(hits(code_word(i)))
@@ -268,16 +359,24 @@ def run_path(role: str, runs: int, root: Path, seed: int = 0, n_docs: int = 12, 
         data, docs = prepare(work, role, n_docs)
         log = work / "acks.jsonl"
         count = OPS.get(role, n_docs)
+        points = FAULTS.get(role)
+        fault = points[r % len(points)] if points else None
         proc = subprocess.Popen([sys.executable, __file__, "--child", role, "--data", str(data), "--docs", str(docs),
-                                 "--log", str(log), "--count", str(count)], env=env, cwd=ROOT,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                 "--log", str(log), "--count", str(count)], env={**env, "RAG_FAULT": fault or ""},
+                                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 120
         while not (log.exists() and '"ready"' in log.read_text()) and time.time() < deadline and proc.poll() is None:
             time.sleep(0.05)
-        time.sleep(rng.uniform(0.0, DELAY.get(role, max_delay)))
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            out["killed_mid_run"] += 1
+        if fault:  # it kills itself there (or finishes, if the point is never reached)
+            proc.wait(timeout=300)
+            if proc.returncode == -signal.SIGKILL:
+                out["killed_mid_run"] += 1
+                out.setdefault("fault_points_hit", []).append(fault)
+        else:
+            time.sleep(rng.uniform(0.0, DELAY.get(role, max_delay)))
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+                out["killed_mid_run"] += 1
         proc.wait()
         acks = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
         bad, reopen_s = check(role, data, acks, n_docs)

@@ -14,6 +14,7 @@ from dataclasses import asdict
 
 import numpy as np
 
+from . import faults
 from .db import Database
 from .errors import InputError, NotFound
 from .leases import Leases
@@ -505,8 +506,10 @@ def _migrate_kbs(db: Database) -> None:
                     "INSERT INTO kbs_new (kb_id, name, description, instructions, grounded_only, retrieval, tenant, "
                     "acl_users, acl_groups, created_at, owners) SELECT kb_id, name, description, instructions, "
                     "grounded_only, retrieval, tenant, acl_users, acl_groups, created_at, acl_users FROM kbs")
+                faults.reach("migrate.kbs.copied")
                 db.conn.execute("DROP TABLE kbs")
                 db.conn.execute("ALTER TABLE kbs_new RENAME TO kbs")
+                faults.reach("migrate.kbs.renamed")
                 db.conn.execute("COMMIT")
             except BaseException:
                 db.conn.execute("ROLLBACK")

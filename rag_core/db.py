@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from . import faults
+
 
 READ_POOL = 8  # read connections kept per process (more concurrent readers open and close extra ones)
 
@@ -125,6 +127,7 @@ class Database:
             try:
                 with self.transaction() as c:
                     c.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+                faults.reach("migrate.column")
             except sqlite3.OperationalError as exc:
                 if "duplicate column" not in str(exc):
                     raise

@@ -57,6 +57,7 @@ def _tf16(tfs) -> np.ndarray:
 
 class MemIndex:
     inline_merge_factor = 3
+    compact_min_dead = 1000  # below this many dead rows a compaction is not worth its rebuild
 
     def __init__(self, k1: float = K1, b: float = B) -> None:
         self.k1, self.b = k1, b
@@ -105,7 +106,7 @@ class MemIndex:
     @property
     def compact_wanted(self) -> bool:
         # a third tombstones: deletes never make search slower for long
-        return self.dead > 1000 and self.dead * 3 > self.n
+        return self.dead > self.compact_min_dead and self.dead * 3 > self.n
 
     @property
     def dim(self) -> int:

@@ -32,6 +32,7 @@ from typing import Iterator
 
 import numpy as np
 
+from .. import faults
 from .memindex import KEYWORD_ARRAYS, ROW_ARRAYS, MemIndex
 from .vector_index import Segment, VectorIndex, _faiss
 
@@ -133,10 +134,13 @@ def write(view: dict, folder: Path) -> str:
             **view["state"],
         }
         name = f"manifest-{tag}.json"
+        faults.reach("snapshot.files")  # its arrays written, no manifest names them yet
         (folder / f"{name}.tmp").write_text(json.dumps(manifest))
         os.replace(folder / f"{name}.tmp", folder / name)
+        faults.reach("snapshot.manifest")  # a manifest, not yet CURRENT
         (folder / "CURRENT.tmp").write_text(name)
         os.replace(folder / "CURRENT.tmp", folder / "CURRENT")
+        faults.reach("snapshot.current")  # the old snapshot's files not yet removed
         keep = {"LOCK", "CURRENT", name, *files.values(), *(f for s in segments for f in s["files"])}
         for f in folder.iterdir():
             if f.name not in keep:

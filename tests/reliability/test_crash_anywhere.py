@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.crash_anywhere import PATHS, run_path
+from benchmarks.crash_anywhere import FAULTS, PATHS, run_path
 from rag_core.access import Caller
 from rag_core.config import get_settings
 from rag_core.workspace import Workspace
@@ -15,10 +15,21 @@ from rag_core.workspace import Workspace
 OP = Caller.operator()
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", [p for p in PATHS if p not in FAULTS])  # those: every fault point, below
 def test_a_kill_at_a_random_point_loses_nothing(path, tmp_path):
     r = run_path(path, runs=1, root=tmp_path, seed=51)
     assert r["runs"] == 1 and r["rerun_ok"] == 1
+    assert r["violations"] == [], r["violations"]
+
+
+@pytest.mark.parametrize("path", sorted(FAULTS))
+def test_a_kill_at_every_named_fault_point_loses_nothing(path, tmp_path):
+    """Opening an old folder (its migrations) and a compaction's snapshot rewrite, killed at each
+    step the code names (rag_core/faults.py), then once at a random moment."""
+    points = FAULTS[path]
+    r = run_path(path, runs=len(points), root=tmp_path, seed=51)
+    assert sorted(r["fault_points_hit"]) == sorted(p for p in points if p)  # each kill landed where named
+    assert r["rerun_ok"] == len(points)
     assert r["violations"] == [], r["violations"]
 
 
