@@ -248,6 +248,65 @@ def run_fault(cluster, workdir: Path, docs: int = 300, down_s: float = 10.0, pau
     }
 
 
+def open_while_down(cluster, collection: str = "OpenTest", rounds: int = 1) -> dict:
+    """A process that starts while one node is down must open the store through another.
+    For each node in turn: kill it, open a WeaviateStore with every node listed (the dead one
+    first when it is node 0), time the opening and one search, then restart the node. Plus the
+    case that broke a CI run: node 0 accepts the connection and dies before the first call."""
+    from rag_core.stores.weaviate_store import WeaviateStore
+
+    def store() -> WeaviateStore:
+        return WeaviateStore(cluster.urls, grpc_port=[n.grpc for n in cluster.nodes], collection=collection,
+                             replication_factor=3)
+
+    s = store()
+    chunks, vecs = _doc(1)
+    s.add_chunks(chunks, vecs)
+    s.close()
+    out: dict = {"open_s": {}, "found": {}}
+
+    def timed(tag: str) -> None:
+        for _ in range(rounds):
+            t = time.perf_counter()
+            st = store()
+            opened = time.perf_counter() - t
+            try:
+                found = len(st.document_chunks("kb", "d1"))
+            finally:
+                st.close()
+            out["open_s"].setdefault(tag, []).append(round(opened, 3))
+            out["found"].setdefault(tag, []).append(found)
+
+    timed("all up")
+    for i, node in enumerate(cluster.nodes):
+        cluster.kill(i)
+        try:
+            timed(f"{node.name} down")
+        finally:
+            cluster.restart(i)
+            cluster.wait_ready()
+    # node 0 answers the connection, then is gone before the collection is checked
+    real = WeaviateStore._connect
+
+    def connect_then_lose(self, start):
+        client = real(self, start)
+        if self._node == 0 and cluster.nodes[0].alive:
+            cluster.kill(0)
+        return client
+
+    WeaviateStore._connect = connect_then_lose
+    try:
+        timed("node 0 lost after connecting")
+    finally:
+        WeaviateStore._connect = real
+        cluster.restart(0)
+        cluster.wait_ready()
+    s = store()
+    s.client.collections.delete(collection)
+    s.close()
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--role", choices=["ingest", "query"])
@@ -258,6 +317,8 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=300)
     ap.add_argument("--pause", type=float, default=0.02)
     ap.add_argument("--down-s", type=float, default=10.0)
+    ap.add_argument("--open-while-down", type=int, metavar="ROUNDS",
+                    help="instead: time opening the store with each node down, ROUNDS times each")
     args = ap.parse_args()
     if args.role == "ingest":
         return role_ingest(args)
@@ -266,6 +327,14 @@ def main() -> None:
     from rag_core.stores.weaviate_local import start_cluster
 
     cluster = start_cluster(3)
+    if args.open_while_down:
+        try:
+            res = open_while_down(cluster, rounds=args.open_while_down)
+        finally:
+            cluster.stop()
+        print(json.dumps(res, indent=2))
+        (ROOT / "benchmarks" / "results" / "cluster_open.json").write_text(json.dumps(res, indent=2) + "\n")
+        return
     try:
         res = run_fault(cluster, Path(cluster.root) / "fault", docs=args.docs, down_s=args.down_s, pause=args.pause)
     finally:

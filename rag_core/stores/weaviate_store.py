@@ -99,8 +99,25 @@ class WeaviateStore:
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="weaviate-call")
         self._swap = threading.Lock()  # choosing and replacing the client (failover) is one step
         self.client = self._connect(0)
-        self._ensure_schema()
-        self._bind()
+        self._open()
+
+    def _open(self) -> None:
+        """Our collection, made if missing, through whichever node answers. `_connect` skips a
+        node that refuses the connection, but one can accept it and then fail the first call
+        (killed a moment later, or still starting): then the next node is tried, so a process
+        that starts while one node of the cluster is down opens the store through another."""
+        for k in range(len(self._nodes)):
+            try:
+                self._ensure_schema()
+                self._bind()
+                return
+            except GroundworkError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the client raises several types for this
+                if k == len(self._nodes) - 1 or not _is_connection_error(exc):
+                    raise
+                old, self.client = self.client, self._connect(self._node + 1)
+                _close_quietly(old)
 
     def _connect(self, start: int):
         """The first node from `start` on that accepts a connection."""

@@ -53,7 +53,7 @@ WRITES = {("PATCH", "/v1/knowledge-bases/{kb}"), ("DELETE", "/v1/knowledge-bases
 
 
 def routes(base: str) -> set[tuple[str, str]]:
-    schema = httpx.get(f"{base}/openapi.json").json()
+    schema = httpx.get(f"{base}/openapi.json", timeout=120).json()
     return {(m.upper(), path) for path, ops in schema["paths"].items() for m in ops}
 
 
@@ -146,10 +146,10 @@ def test_a_key_made_with_the_cli_works_and_a_revoked_one_fails_at_once(api):
     key = made.stdout.strip().splitlines()[-1]
     assert key.startswith("gwk_")
     h = {"Authorization": f"Bearer {key}"}
-    assert httpx.get(f"{base}/v1/knowledge-bases", headers=h).status_code == 200
+    assert httpx.get(f"{base}/v1/knowledge-bases", headers=h, timeout=120).status_code == 200
     listed = json.loads(_cli(data, "api-key", "list", "--json").stdout)
     mine = [k for k in listed if k["user"] == "dave"]
     assert mine and mine[0]["label"] == "slack bot" and "key" not in mine[0] and key not in json.dumps(listed)
     assert _cli(data, "api-key", "revoke", key).returncode == 0
-    r = httpx.get(f"{base}/v1/knowledge-bases", headers=h)
+    r = httpx.get(f"{base}/v1/knowledge-bases", headers=h, timeout=120)
     assert r.status_code == 401 and 'error="invalid_token"' in r.headers["www-authenticate"]

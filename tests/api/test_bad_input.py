@@ -164,5 +164,5 @@ def test_a_documents_language_is_listed_and_owners_correct_it(client):
 
 def test_the_server_keeps_serving_after_all_that(api):
     base = api[0]
-    assert httpx.get(f"{base}/v1/health").status_code == 200
-    assert httpx.get(f"{base}/v1/ready").json()["status"] == "ready"
+    assert httpx.get(f"{base}/v1/health", timeout=120).status_code == 200
+    assert httpx.get(f"{base}/v1/ready", timeout=120).json()["status"] == "ready"

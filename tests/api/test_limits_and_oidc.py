@@ -24,7 +24,7 @@ def test_past_the_rate_limit_a_key_gets_429_with_retry_after_and_others_are_not_
         assert r.json()["error"]["code"] == "rate_limited" and 1 <= int(r.headers["retry-after"]) <= 12
         bob = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {keys['bob']}"})
         assert bob.get("/v1/knowledge-bases").status_code == 200
-        assert httpx.get(f"{base}/v1/health").status_code == 200  # never limited
+        assert httpx.get(f"{base}/v1/health", timeout=120).status_code == 200  # never limited
 
 
 def id_token(issuer: str, sub: str, client_id: str = "groundwork") -> str:
@@ -32,12 +32,12 @@ def id_token(issuer: str, sub: str, client_id: str = "groundwork") -> str:
     redirect = "http://127.0.0.1/callback"
     q = urllib.parse.urlencode({"client_id": client_id, "redirect_uri": redirect, "response_type": "code",
                                 "scope": "openid email groups", "state": "s", "nonce": "n"})
-    r = httpx.post(f"{issuer}/oauth2/authorize?{q}", data={"sub": sub})
+    r = httpx.post(f"{issuer}/oauth2/authorize?{q}", data={"sub": sub}, timeout=120)
     assert r.status_code == 302, r.text
     code = urllib.parse.parse_qs(urllib.parse.urlparse(r.headers["location"]).query)["code"][0]
     t = httpx.post(f"{issuer}/oauth2/token", data={"grant_type": "authorization_code", "code": code,
                                                    "redirect_uri": redirect, "client_id": client_id,
-                                                   "client_secret": "secret"})
+                                                   "client_secret": "secret"}, timeout=120)
     assert t.status_code == 200, t.text
     return t.json()["id_token"]
 
@@ -54,7 +54,7 @@ def test_oidc_tokens_resolve_to_the_same_caller_and_policy(oidc, tmp_path):
     env = {"RAG_API_OIDC_ISSUER": oidc, "RAG_API_OIDC_AUDIENCE": "groundwork"}
     with api_server(data, env=env) as base:
         def names(token: str) -> set[str]:
-            r = httpx.get(f"{base}/v1/knowledge-bases", headers={"Authorization": f"Bearer {token}"})
+            r = httpx.get(f"{base}/v1/knowledge-bases", headers={"Authorization": f"Bearer {token}"}, timeout=120)
             assert r.status_code == 200, r.text
             return {k["name"] for k in r.json()["data"]}
 
@@ -68,7 +68,7 @@ def test_oidc_tokens_resolve_to_the_same_caller_and_policy(oidc, tmp_path):
         claims["email"] = "root@example.com"
         forged = ".".join([head, base64.urlsafe_b64encode(json.dumps(claims).encode()).decode().rstrip("="), sig])
         for bad in (other, forged, "a.b.c"):
-            r = httpx.get(f"{base}/v1/knowledge-bases", headers={"Authorization": f"Bearer {bad}"})
+            r = httpx.get(f"{base}/v1/knowledge-bases", headers={"Authorization": f"Bearer {bad}"}, timeout=120)
             assert r.status_code == 401 and 'error="invalid_token"' in r.headers["www-authenticate"], r.text
 
 
@@ -85,8 +85,8 @@ def test_several_workers_serve_one_data_folder_and_a_revocation_reaches_all_of_t
         h = {"Authorization": f"Bearer {new.key}"}
         for _ in range(6):  # new connections: spread over both workers
             r = httpx.post(f"{base}/v1/query", headers=h,
-                           json={"question": "When does the office open?", "knowledge_bases": ["handbook"]})
+                           json={"question": "When does the office open?", "knowledge_bases": ["handbook"]}, timeout=120)
             assert r.status_code == 200 and "8 o'clock" in r.json()["answer"]
         ApiKeys(ws.db).revoke(new.info.key_id, by=Caller.operator())
-        assert all(httpx.get(f"{base}/v1/knowledge-bases", headers=h).status_code == 401 for _ in range(6))
+        assert all(httpx.get(f"{base}/v1/knowledge-bases", headers=h, timeout=120).status_code == 401 for _ in range(6))
     ws.close()

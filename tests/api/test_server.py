@@ -24,12 +24,12 @@ def sse_events(response: httpx.Response) -> list[tuple[str, dict, float]]:
 
 def test_health_needs_no_credentials_and_docs_are_served(api):
     base, _, _ = api
-    assert httpx.get(f"{base}/v1/health").json() == {"status": "ok"}
-    ready = httpx.get(f"{base}/v1/ready").json()
+    assert httpx.get(f"{base}/v1/health", timeout=120).json() == {"status": "ok"}
+    ready = httpx.get(f"{base}/v1/ready", timeout=120).json()
     assert ready["status"] == "ready" and ready["chunks"] >= 3
-    schema = httpx.get(f"{base}/openapi.json").json()
+    schema = httpx.get(f"{base}/openapi.json", timeout=120).json()
     assert "/v1/query" in schema["paths"] and "/v1/chat/completions" in schema["paths"]
-    assert httpx.get(f"{base}/docs").status_code == 200
+    assert httpx.get(f"{base}/docs", timeout=120).status_code == 200
 
 
 def test_query_answers_with_citations_scores_and_a_query_id(client):
