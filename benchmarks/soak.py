@@ -143,18 +143,20 @@ class Log:
         with self.lock:
             self.violations.append({"t": self.now(), "what": what[:300]})
 
-    def board_may_read(self, start: float, end: float) -> bool:
-        """Could u1 read "board" at some moment between `start` and `end`? A change counts from the
-        moment it was sent (it may take effect any time until acknowledged)."""
+    def board_states(self, start: float, end: float) -> set[bool]:
+        """Whether u1 could read "board", at the moments between `start` and `end`: {True},
+        {False} or both. A change counts from the moment it was sent (it may take effect any time
+        until acknowledged)."""
         with self.lock:
             changes = list(self.board)
         state = True  # u1 starts with access
         for sent, acked, granted in changes:
             if acked <= start:
                 state = granted
-        if state:
-            return True
-        return any(granted and sent <= end for sent, _, granted in changes)
+        return {state} | {granted for sent, acked, granted in changes if sent <= end and acked > start}
+
+    def board_may_read(self, start: float, end: float) -> bool:
+        return True in self.board_states(start, end)
 
 
 # ---- the simulated people ----------------------------------------------------------------------
@@ -227,8 +229,7 @@ class User(threading.Thread):
         r, s = got
         end = self.log.now()
         if r.status_code == 404:
-            if "board" in kbs and not self.log.board_may_read(start, end) or (
-                    "board" in kbs and "board" in r.text):
+            if "board" in kbs and False in self.log.board_states(start, end):  # revoked at some moment
                 self.log.op(op, s, ok=True, hidden=True)
                 return None
             self.log.error(op, f"HTTP 404: {r.text[:200]}")

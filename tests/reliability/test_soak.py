@@ -79,3 +79,8 @@ def test_the_checks_catch_a_deleted_document_and_a_hidden_knowledge_base():
     log.board.append((start + 7, start + 8, True))
     u1.check_answer({"citations": [{"doc_id": "y", "source": "board-minutes.pdf"}]}, start + 6.5, start + 7.5)
     assert len(log.violations) == n + 1  # the grant was sent while the question was in flight
+    # a 404 for "board" is right only if u1's access was revoked at some moment of the question
+    assert log.board_states(start, start + 1) == {True}
+    assert log.board_states(start + 2.5, start + 4) == {True, False}
+    assert log.board_states(start + 5, start + 6) == {False}
+    assert log.board_states(start + 9, start + 10) == {True}
