@@ -19,6 +19,7 @@ from .feedback import FeedbackLog
 from .errors import InputError, NotFound
 from .ingest.pipeline import IngestStats, Ingestor, delete_document
 from .models import Chunk, Citation, Document, KnowledgeBase, RetrievalSettings, SearchFilters
+from .process import bound_malloc_arenas
 from .reader import LEGACY_ANSWERS, answers_calibration
 from .generation.llm import make_chat_model
 from .retrieval.factory import make_reranker
@@ -30,6 +31,7 @@ from .stores import make_store
 
 class Workspace:
     def __init__(self, settings: Settings | None = None):
+        bound_malloc_arenas()  # a long-running process: see rag_core/process.py
         self.settings = settings or get_settings()
         self.db = Database(self.settings.db_path)
         self.appdb = AppDB(self.db, lease_seconds=self.settings.lease_seconds)

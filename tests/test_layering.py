@@ -10,6 +10,7 @@ ROOT = Path(__file__).resolve().parents[1] / "rag_core"
 
 # Lowest first. Packages in one layer must not import each other either, except as listed.
 LAYERS = [
+    {"faults", "process"},  # process-level hooks with no dependencies (fault points, malloc arenas)
     {"errors", "models", "config", "db"},
     {"text", "access", "leases", "inference"},  # the shared lowest layer of logic
     {"embeddings", "stores", "reader", "appdb", "evaluation", "feedback", "threads", "api_keys", "schemas",

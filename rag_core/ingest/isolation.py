@@ -24,20 +24,14 @@ from ..models import LoadedDocument
 log = logging.getLogger(__name__)
 
 
-_M_ARENA_MAX = -8  # glibc mallopt parameter
-
-
 def _serve(conn, memory_mb: int) -> None:  # pragma: no cover - runs in the child process
     # The cap counts address space, and glibc gives each thread that contends for the heap an
     # arena of its own (64 MB reserved each, up to 8 per core): OCR's ONNX threads on a busy
     # machine then reserved past 2 GB (VmPeak 1.7 GB idle) and a one-page scan failed "needs
     # more than the memory limit" while its heap held 0.8 GB. Two arenas bound that.
-    try:
-        import ctypes
+    from ..process import bound_malloc_arenas
 
-        ctypes.CDLL("libc.so.6").mallopt(_M_ARENA_MAX, 2)
-    except OSError:  # not glibc: no per-thread arenas to bound
-        pass
+    bound_malloc_arenas(2)
     limit = memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     import logging
