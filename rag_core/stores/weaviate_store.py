@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -101,23 +102,43 @@ class WeaviateStore:
         self.client = self._connect(0)
         self._open()
 
+    open_timeout_s = 90.0
+
     def _open(self) -> None:
-        """Our collection, made if missing, through whichever node answers. `_connect` skips a
-        node that refuses the connection, but one can accept it and then fail the first call
-        (killed a moment later, or still starting): then the next node is tried, so a process
-        that starts while one node of the cluster is down opens the store through another."""
-        for k in range(len(self._nodes)):
+        """Our collection, made if missing, through whichever node answers, so a process that
+        starts while one node of the cluster is down opens the store through another.
+        `_connect` skips a node that refuses the connection, but one can accept it and then fail
+        the first call (killed a moment later). And right after a node is lost, the live ones
+        hold schema reads until the cluster has noticed: measured on the local cluster, a read
+        answered at once, or after up to 12 s, or (with the client's 30 s timeout) raised a
+        timeout, whichever node was lost. So with several nodes each attempt gets
+        `probe_after_s`, then the next node is tried, until `open_timeout_s`; the attempt left
+        behind ends on its own (a collection it creates meanwhile is found by the next)."""
+        if len(self._nodes) == 1:
+            self._ensure_schema()
+            self._bind()
+            return
+        deadline = time.monotonic() + self.open_timeout_s
+        while True:
+            fut = self._pool.submit(self._ensure_schema)
             try:
-                self._ensure_schema()
+                fut.result(timeout=self.probe_after_s)
                 self._bind()
                 return
+            except FutureTimeout:
+                why: object = f"no answer within {self.probe_after_s:g} s"
             except GroundworkError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the client raises several types for this
-                if k == len(self._nodes) - 1 or not _is_connection_error(exc):
+                if not (_is_connection_error(exc) or _is_timeout(exc)):
                     raise
+                why = exc
+            if time.monotonic() > deadline:
+                urls = ", ".join(u for u, _ in self._nodes)
+                raise GroundworkError(f"Weaviate at {urls} did not answer for {self.open_timeout_s:g} s: {why}")
+            with self._swap:
                 old, self.client = self.client, self._connect(self._node + 1)
-                _close_quietly(old)
+            self._pool.submit(_close_quietly, old)
 
     def _connect(self, start: int):
         """The first node from `start` on that accepts a connection."""
@@ -237,26 +258,34 @@ class WeaviateStore:
             P(name="acl_public", data_type=T.BOOL),
             *(P(name=n, data_type=T.INT) for n in _INTS),
         ]
-        if not self.client.collections.exists(self.collection_name):
+        client = self.client  # one client for the whole check (`_open` may swap it meanwhile)
+        if not client.collections.exists(self.collection_name):
             from weaviate.classes.config import ReplicationDeletionStrategy
 
-            self.client.collections.create(
-                self.collection_name, properties=props, vector_config=self._Configure.Vectors.self_provided(),
-                # the same BM25 parameters as the embedded store (Anserini's BEIR defaults)
-                inverted_index_config=self._Configure.inverted_index(bm25_k1=0.9, bm25_b=0.4),
-                replication_config=self._Configure.replication(
-                    factor=self.replication_factor, async_enabled=self.async_replication and self.replication_factor > 1,
-                    deletion_strategy=ReplicationDeletionStrategy.DELETE_ON_CONFLICT),
-                sharding_config=self._Configure.sharding(desired_count=self.shards) if self.shards else None,
-                description=f"groundwork chunks, schema {SCHEMA_VERSION}",
-            )
+            try:
+                self._create(client, props, ReplicationDeletionStrategy)
+            except Exception as exc:  # noqa: BLE001
+                if "already exists" not in str(exc):
+                    raise  # else: another process (or an earlier attempt of ours) made it first
             return
         # Migration: add properties an older schema lacks (Weaviate adds them in place).
-        coll = self.client.collections.get(self.collection_name)
+        coll = client.collections.get(self.collection_name)
         have = {p.name for p in coll.config.get().properties}
         for p in props:
             if p.name not in have:
                 coll.config.add_property(p)
+
+    def _create(self, client, props, ReplicationDeletionStrategy) -> None:
+        client.collections.create(
+            self.collection_name, properties=props, vector_config=self._Configure.Vectors.self_provided(),
+            # the same BM25 parameters as the embedded store (Anserini's BEIR defaults)
+            inverted_index_config=self._Configure.inverted_index(bm25_k1=0.9, bm25_b=0.4),
+            replication_config=self._Configure.replication(
+                factor=self.replication_factor, async_enabled=self.async_replication and self.replication_factor > 1,
+                deletion_strategy=ReplicationDeletionStrategy.DELETE_ON_CONFLICT),
+            sharding_config=self._Configure.sharding(desired_count=self.shards) if self.shards else None,
+            description=f"groundwork chunks, schema {SCHEMA_VERSION}",
+        )
 
     # ---- writes ----------------------------------------------------------------------
     def add_chunks(self, chunks: list[Chunk], vectors: np.ndarray | None) -> None:
@@ -546,6 +575,10 @@ class WeaviateStore:
     def close(self) -> None:
         self.client.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _is_timeout(exc: Exception) -> bool:
+    return type(exc).__name__ in {"WeaviateTimeoutError", "ReadTimeout", "TimeoutError"}
 
 
 def _is_connection_error(exc: Exception) -> bool:
