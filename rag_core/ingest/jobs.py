@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..leases import Leases
+from ..process import trim_heap
 from ..db import Database
 from ..errors import InputError, NotFound
 from ..models import FileReport
@@ -330,6 +331,7 @@ class JobRunner:
                     self._wake.clear()
                     continue
                 self.run(job)
+                trim_heap()
             except Exception:  # noqa: BLE001 - the worker must outlive any one job's bug
                 log.exception("ingestion worker error")
                 time.sleep(self.poll_s)

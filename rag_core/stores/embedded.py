@@ -35,6 +35,7 @@ import numpy as np
 
 from ..db import Database
 from ..models import Chunk, ScoredChunk, SearchFilters
+from ..process import trim_heap
 from ..text.fusion import fuse_ranked
 from ..text.analysis import analyze, query_terms
 from . import snapshot
@@ -292,6 +293,7 @@ class EmbeddedStore:
         while True:
             try:
                 self.maintain()
+                trim_heap()
             except Exception:  # noqa: BLE001 - the index still serves (exactly); the next write retries
                 import logging
 
