@@ -151,21 +151,23 @@ def shot_on_failure(page, request):
 
 
 def ask_in_chat(page, question: str):
-    """Send a question in the chat and return the locator of its reply: the message after the
-    ones already on the page (the page reopens the last conversation, which may hold another
-    test's turns, so the reply is not always the second message)."""
+    """Send a question in the chat and return the locator of its reply: the message right after
+    the one showing the question. The page reopens the last conversation, which may hold other
+    tests' turns (even this same question) and may still be drawing them, so the reply is found
+    by the question's own message, once one more message shows it than before sending; counting
+    messages after a pause mistook a conversation still drawing on a busy machine for a
+    finished one."""
     messages = page.locator("[data-testid=stChatMessage]")
     box = page.get_by_placeholder("Ask a question about your documents")
     box.wait_for()
-    # the reopened conversation draws after the input: wait until its messages stop arriving
-    before, seen = -1, messages.count()
-    while seen != before:
-        before = seen
-        page.wait_for_timeout(700)
-        seen = messages.count()
+    showing = "(els, q) => els.flatMap((e, i) => e.innerText.includes(q) ? [i] : [])"
+    before = len(messages.evaluate_all(showing, question))
     box.fill(question)
     box.press("Enter")
-    return messages.nth(before + 1)
+    page.wait_for_function(
+        """([q, n]) => [...document.querySelectorAll('[data-testid=stChatMessage]')]
+                        .filter(e => e.innerText.includes(q)).length > n""", arg=[question, before], timeout=120_000)
+    return messages.nth(messages.evaluate_all(showing, question)[-1] + 1)
 
 
 def create_kb_in_ui(page, name: str) -> None:
