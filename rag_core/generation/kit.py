@@ -22,8 +22,8 @@ from ..models import ScoredChunk
 from ..text.links import defuse_prefix, defuse_urls
 from ..text.messages import text as ui_text
 from ..text.tokens import count_tokens
-from .instructions import without_instructions
-from .prompts import EVIDENCE_CLOSE, EVIDENCE_OPEN, EVIDENCE_TASK, split_evidence, system_prompt, user_message
+from .prompts import (EVIDENCE_CLOSE, EVIDENCE_OPEN, EVIDENCE_TASK, instructions_left_out, split_evidence,
+                      system_prompt, user_message)
 from .steps import AnswerEvent, AnswerRequest, Turn
 from .stream_guard import CHARS_PER_TOKEN, AnswerTimeLimit, StreamGuard
 
@@ -122,8 +122,7 @@ class Kit:
         value = self.prompt_value(turn, sources, task=task, reminder=reminder)
         yield AnswerEvent("status", self.reading_note(len(sources), turn.language))
         written = yield from self.stream_text(self.generator, value, config, cancel=turn.req.cancel)
-        # what the prompt left out (prompts.format_context): recorded with the answer
-        removed = sum(without_instructions(s.chunk.text)[1] for s in sources)
+        removed = instructions_left_out(sources)  # recorded with the answer
         return Written(written, written.cut, written.evidence, removed) if removed else written
 
     def reading_note(self, passages: int, language: str = "en") -> str:

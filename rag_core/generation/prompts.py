@@ -88,6 +88,11 @@ def format_context(sources: list[ScoredChunk]) -> str:
     return "<retrieved_context>\n" + "\n\n".join(blocks) + "\n</retrieved_context>"
 
 
+def instructions_left_out(sources: list[ScoredChunk]) -> int:
+    """How many sentences `format_context` takes out of these sources as instructions."""
+    return sum(without_instructions(r.chunk.text)[1] for r in sources)
+
+
 def _attr(text: str) -> str:
     return neutralise(text).replace('"', "'").replace("<", "‹").replace(">", "›")
 

@@ -120,6 +120,7 @@ class WeaviateStore:
             return
         deadline = time.monotonic() + self.open_timeout_s
         while True:
+            used = self.client
             fut = self._pool.submit(self._ensure_schema)
             try:
                 fut.result(timeout=self.probe_after_s)
@@ -136,9 +137,7 @@ class WeaviateStore:
             if time.monotonic() > deadline:
                 urls = ", ".join(u for u, _ in self._nodes)
                 raise GroundworkError(f"Weaviate at {urls} did not answer for {self.open_timeout_s:g} s: {why}")
-            with self._swap:
-                old, self.client = self.client, self._connect(self._node + 1)
-            self._pool.submit(_close_quietly, old)
+            self._move_on(used)
 
     def _connect(self, start: int):
         """The first node from `start` on that accepts a connection."""
@@ -199,17 +198,21 @@ class WeaviateStore:
                 raise
         return self._failover_and(call, used)
 
-    def _failover_and(self, call, used):
-        """Replace the client `used` (which failed) with one on the next node, then run `call`
-        once more. Under a lock, and only if `used` is still the current client: when several
-        threads fail at once, the first replaces it and the others run on its replacement
-        (no second connection that would leak, no closing of a client another thread took)."""
+    def _move_on(self, used) -> None:
+        """Replace the client `used` (which failed) with one on the next node. Under a lock, and
+        only if `used` is still the current client: when several threads fail at once, the
+        first replaces it and the others run on its replacement (no second connection that
+        would leak, no closing of a client another thread took)."""
         with self._swap:
             if self.client is used:
                 fresh = self._connect(self._node + 1 if len(self._nodes) > 1 else self._node)
                 old, self.client = self.client, fresh
                 self._bind()
                 self._pool.submit(_close_quietly, old)  # it may still be inside the library's back-off
+
+    def _failover_and(self, call, used):
+        """Move on from the client `used`, then run `call` once more."""
+        self._move_on(used)
         out = call()
         with self._swap:
             self.retries += 1
