@@ -13,6 +13,10 @@ do, in random order with short pauses:
   name and leave nothing behind);
 - re-ingest a changed file under the same name (the old version must never be cited again);
 - delete one of their documents (it must never come back).
+Each user keeps at most `--max-docs` uploaded documents (an upload beyond that deletes one first),
+so the corpus stays about the same size for the whole run: memory that grows with the data is not
+a leak, and a flat corpus lets the memory figure say which it is. Each window reports the live
+documents the users hold.
 An administrator flips user u1's access to the "board" knowledge base every `--flip-s` seconds.
 
 Every answer is checked as it arrives (an *invariant violation* otherwise):
@@ -162,8 +166,9 @@ class Log:
 # ---- the simulated people ----------------------------------------------------------------------
 class User(threading.Thread):
     def __init__(self, i: int, base: str, key: str, log: Log, pdfs: list[Path], bad: list[tuple[str, bytes]],
-                 until: float, seed: int):
+                 until: float, seed: int, max_docs: int = 3):
         super().__init__(name=f"u{i}", daemon=True)
+        self.max_docs = max_docs
         self.i, self.name_, self.log, self.pdfs, self.bad, self.until = i, f"u{i}", log, pdfs, bad, until
         self.http = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=300)
         self.rng = random.Random(seed * 1000 + i)
@@ -288,6 +293,8 @@ class User(threading.Thread):
             time.sleep(0.5)
 
     def upload(self) -> None:
+        if len([d for d in self.mine if d != self.notes_doc]) >= self.max_docs:
+            self.delete()  # a steady corpus: see the module's docstring
         self.n += 1
         t = time.perf_counter()
         if self.rng.random() < 0.1:  # a file that cannot be read: reported by name, nothing kept
@@ -411,7 +418,7 @@ def admin_loop(base: str, key: str, log: Log, until: float, every: float) -> Non
 def sampler(pid: int, log: Log, stop: threading.Event, every: float = 5.0) -> None:
     while not stop.wait(every):
         with log.lock:
-            log.samples.append({"t": log.now(), **resources(pid)})
+            log.samples.append({"t": log.now(), "live_docs": len(log.uploaded), **resources(pid)})
 
 
 # ---- set-up, run, report -----------------------------------------------------------------------
@@ -534,6 +541,7 @@ def report(log: Log, window: float, minutes: float) -> list[dict]:
             "violations": sum(a <= v["t"] < b for v in log.violations),
             "rss_mb_max": max((s["rss_mb"] for s in samp), default=None),
             "tree_rss_mb_max": max((s["tree_rss_mb"] for s in samp), default=None),
+            "live_docs_max": max((s["live_docs"] for s in samp), default=None),
             "fds_max": max((s["fds"] for s in samp), default=None),
             "db_files_max": max((s["db_files"] for s in samp), default=None),
         })
@@ -542,6 +550,7 @@ def report(log: Log, window: float, minutes: float) -> list[dict]:
 
 def run(minutes: float, users: int, pdfs: list[Path], bad: list[tuple[str, bytes]], root: Path, *,
         window_s: float = 300, flip_s: float = 20, seed_n: int = 0, cluster: bool = False, down_s: float = 20,
+        max_docs: int = 3,
         progress=print) -> dict:
     from rag_core.generation.local_server import free_port
 
@@ -564,7 +573,7 @@ def run(minutes: float, users: int, pdfs: list[Path], bad: list[tuple[str, bytes
         log = Log()
         until = minutes * 60
         stop = threading.Event()
-        threads = [User(i, base, keys[f"u{i}"], log, pdfs, bad, until, seed_n) for i in range(users)]
+        threads = [User(i, base, keys[f"u{i}"], log, pdfs, bad, until, seed_n, max_docs) for i in range(users)]
         threads.append(threading.Thread(target=admin_loop, args=(base, keys["admin"], log, until, flip_s), daemon=True))
         threads.append(threading.Thread(target=sampler, args=(server.pid, log, stop), daemon=True))
         for th in threads:
@@ -637,6 +646,7 @@ def main() -> int:
     ap.add_argument("--cluster", action="store_true")
     ap.add_argument("--down-s", type=float, default=20)
     ap.add_argument("--root", type=Path, help="work folder (default: a new temporary one)")
+    ap.add_argument("--max-docs", type=int, default=3, help="uploaded documents a user keeps at most")
     ap.add_argument("--out", type=Path)
     a = ap.parse_args()
     import tempfile
@@ -648,7 +658,7 @@ def main() -> int:
         raise SystemExit(f"no PDFs under {a.samples}")
     root = a.root or Path(tempfile.mkdtemp(prefix="soak-"))
     res = run(a.minutes, a.users, pdfs, bad_files(a.samples), root, window_s=a.window_s, flip_s=a.flip_s,
-              cluster=a.cluster, down_s=a.down_s)
+              cluster=a.cluster, down_s=a.down_s, max_docs=a.max_docs)
     res["machine"] = {"cpus": os.cpu_count(), "python": sys.version.split()[0]}
     res["pdfs"] = len(pdfs)
     text = json.dumps(res, indent=1)
