@@ -150,10 +150,11 @@ class Verifier:
         return sents + [f"{a} {b}" for a, b in zip(sents, sents[1:])]
 
     def _support(self, claims: list[str], sources: list[str], question: str | None, titles: list[str],
-                 leads: list[list[str]] | None = None, language: str = "en", evidence: list[list[str]] | None = None):
+                 leads: list[list[str]] | None = None, language: str = "en", evidence: list[list[str]] | None = None,
+                 cited: list[list[int]] | None = None):
         """(support[i, j] of claim i by source j — the reader's calibrated probability —,
         the evidence window that gave each entry, and for each fragment claim i the P(answers)
-        of its evidence sentence in each source)."""
+        of its evidence sentence in each source). `cited[i]`: the 0-based sources claim i cites."""
         out = np.zeros((len(claims), len(sources)))
         best_win = [["" for _ in sources] for _ in claims]
         fragments: dict[int, np.ndarray] = {}
@@ -199,12 +200,21 @@ class Verifier:
             # found somewhere proves nothing about the question, so it is always read.
             verbatim = len(key.split()) > SHORT_CLAIM_WORDS or quoted_line
             w = term_weights(analyze(c), self.idf)
+            to_read = []
             for j, wins in enumerate(windows):
                 body = next((key[len(h):] for h in heads[j] if key.startswith(h)), key)
                 if verbatim and (len(body.split()) > SHORT_CLAIM_WORDS or quoted_line) and body and body in norm_src[j]:
                     out[i, j] = 1.0
                     best_win[i][j] = next((x for x in wins if body in quotation_key(x)), sources[j])
                     continue
+                to_read.append(j)
+            # A copy of a source it cites is supported whatever the others say: verify() takes the
+            # cited score when it is supported, so reading the other sources for it (a third of
+            # an offline answer's reader time) would change no label, score or citation.
+            if cited and any(out[i, j] >= 1.0 for j in cited[i]):
+                continue
+            for j in to_read:
+                wins = windows[j]
                 overlap = [sum(v for t, v in w.items() if t in terms) for terms in win_terms[j]]
                 for k in sorted(range(len(wins)), key=lambda k: -overlap[k])[:WINDOWS_PER_SOURCE]:
                     x = wins[k]
@@ -315,7 +325,8 @@ class Verifier:
             return [], 0.0
         texts = [p[0] for p in parts]
         titles = [t or "" for t in titles] if titles else [""] * len(sources)
-        support, best_win, fragments, lost = self._support(texts, sources, question, titles, leads, language, evidence)
+        support, best_win, fragments, lost = self._support(texts, sources, question, titles, leads, language, evidence,
+                                                           [[n - 1 for n in p[1] if 1 <= n <= len(sources)] for p in parts])
         claims = []
         for i, (text, cited) in enumerate(parts):
             valid = [n for n in cited if 1 <= n <= len(sources)]

@@ -156,3 +156,38 @@ def test_a_copied_sentence_under_a_list_bullet_is_a_verbatim_copy(verifier):
     swapped, _ = verifier.verify("- Most early Greeks did consider 1 to be a prime number [2].\n- Other line here "
                                  "that says nothing [1].", src, question="Summarize Prime_number")
     assert swapped[0].label != "supported"  # the bullet is layout; the words after it are still judged
+
+
+def test_a_copy_of_its_cited_source_reads_no_other_source(verifier):
+    """Issue 52: a sentence copied from the source it cites is supported whatever the other
+    sources say, so they are not read; a sentence that is not a copy still reads them all, and
+    the claims come out exactly as when everything was read (cited unknown)."""
+    sources = ["The impeller seal must be replaced every 1,500 hours of operation. Check it monthly.",
+               "Pumps are serviced by the maintenance team. The seal kit is stored in room 4.",
+               "Bearings are greased every 500 hours of operation with lithium grease."]
+    answer = ("The impeller seal must be replaced every 1,500 hours of operation [1]. "
+              "The seal kit is kept in the maintenance room [2].")
+    read: list[tuple[str, str]] = []
+    real = verifier.reader.supports
+
+    def counting(claims, evidence):
+        read.extend(zip(claims, evidence))
+        return real(claims, evidence)
+
+    verifier.reader.supports = counting
+    try:
+        claims, score = verifier.verify(answer, sources, question="How often is the impeller seal replaced?")
+        copied = [e for c, e in read if c.startswith("The impeller seal")]
+        written = {e for c, e in read if c.startswith("The seal kit")}
+        read.clear()
+        parts = split_claims(answer)
+        every = verifier._support([p[0] for p in parts], sources, "How often is the impeller seal replaced?", [""] * 3)
+    finally:
+        verifier.reader.supports = real
+    assert copied == [] and claims[0].label == "supported" and claims[0].best_source == 1
+    # the paraphrase is read against every source, its own and the others
+    assert any(e in sources[1] for e in written) and any(e in sources[0] or e in sources[2] for e in written)
+    # reading everything (cited unknown) gives the same scores for what is shown
+    assert [c.score for c in claims] == pytest.approx([float(max(every[0][i][n - 1] for n in p[1])) for i, p in
+                                                      enumerate(parts)], abs=1e-3)
+    assert any(c.startswith("The impeller seal") for c, _ in read)  # ... and did read it
