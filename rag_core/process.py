@@ -22,7 +22,8 @@ def bound_malloc_arenas(arenas: int = 2) -> None:
     the heap an arena of its own (up to 8 per core), and the API server's request threads, the
     index maintenance thread and the job worker each grew one: an hour of mixed use over the
     API (benchmarks/soak.py) held ~12 arenas of ~60 MB each, and the server's RSS rose from
-    1.1 GB to 1.6 GB and on with a knowledge base that stayed the same size. Freed memory in
+    1.1 GB to 1.6 GB and on (part of that was the corpus growing: uploads then outnumbered
+    deletes; benchmarks/soak.py now keeps it steady). Freed memory in
     an idle arena is not reused by a thread bound to another. Two arenas for two cores keep
     contention low. Not glibc: nothing to do."""
     if _done.is_set():
