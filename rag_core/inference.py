@@ -16,8 +16,11 @@ ceiling either way. Pinning would only slow a lone user down to make the ratio l
 
 from __future__ import annotations
 
+import os
 import threading
+from collections import OrderedDict, deque
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Callable, Iterator
 
 from .errors import MissingDependency
@@ -43,11 +46,55 @@ def cpu_session(model_path, threads: int = 0):
     return ort.InferenceSession(str(model_path), opts, providers=["CPUExecutionProvider"])
 
 
-# Overlap is counted across every model, not per model: a reader call that starts while
-# another session's embedding runs is not alone, and two wide sessions would oversubscribe
-# the cores just as two wide calls of one model would.
-_busy_lock = threading.Lock()
-_busy = 0
+# Who a model run is for: the API sets it per request from its caller (rag_core/api/answering.py);
+# a Streamlit session or the CLI leaves it empty. It is only a queue's name, never a permission.
+run_for: ContextVar[str] = ContextVar("run_for", default="")
+
+
+class FairShare:
+    """At most `capacity` model runs at once across every model, handed out in turn among the
+    callers waiting (round robin by `run_for`, first come first served within one caller).
+
+    Why (issue 52, fair queuing): one user's batch of 500 questions sent over 8 connections put
+    8 answers' model runs in front of another user's single question, which then waited behind
+    all of them. A run is 5–20 ms, so a caller waits at most about one run per other caller
+    before its own goes. Why `capacity` = cores: more runs at once only share the same cores
+    and lengthen every one of them; overlap is counted across models, not per model, because a
+    reader run beside an embedding is no less crowded than two reader runs."""
+
+    def __init__(self, capacity: int):
+        self.capacity = max(1, capacity)
+        self._cond = threading.Condition()
+        self._running = 0
+        self._queues: OrderedDict[str, deque] = OrderedDict()  # caller -> its waiting runs, in turn order
+
+    def acquire(self, who: str) -> bool:
+        """Wait for a slot; True when other runs hold slots too (run on one thread)."""
+        with self._cond:
+            if self._running < self.capacity and not self._queues:
+                self._running += 1
+            else:
+                me = [False]
+                self._queues.setdefault(who, deque()).append(me)
+                while not me[0]:
+                    self._cond.wait()
+            return self._running > 1
+
+    def release(self) -> None:
+        with self._cond:
+            if not self._queues:
+                self._running -= 1
+                return
+            who, q = next(iter(self._queues.items()))  # the caller whose turn it is
+            q.popleft()[0] = True  # the slot passes on: _running stays
+            if q:
+                self._queues.move_to_end(who)  # its next run goes after the others' turns
+            else:
+                del self._queues[who]
+            self._cond.notify_all()
+
+
+share = FairShare(os.cpu_count() or 1)
 
 
 class SessionPair:
@@ -59,15 +106,15 @@ class SessionPair:
 
     @contextmanager
     def session(self) -> Iterator[object]:
-        global _busy
-        with _busy_lock:
-            _busy += 1
-            crowded = _busy > 1
-            if crowded and self._narrow is None:
-                self._narrow = self._make(1)
-            chosen = self._narrow if crowded else self.wide
+        crowded = share.acquire(run_for.get())
         try:
-            yield chosen
+            if crowded and self._narrow is None:
+                with _narrow_lock:
+                    if self._narrow is None:
+                        self._narrow = self._make(1)
+            yield self._narrow if crowded else self.wide
         finally:
-            with _busy_lock:
-                _busy -= 1
+            share.release()
+
+
+_narrow_lock = threading.Lock()

@@ -5,16 +5,48 @@ feedback, analytics) and save it to the thread."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import anyio
 
 from ..access import Caller
 from ..errors import InputError
+from ..inference import run_for
 from ..models import Answer
 
 _END = object()
+
+# Answers one caller may have running at once; the rest of its questions wait their turn here,
+# before a worker thread is taken. With the model runs handed out in turn (inference.FairShare),
+# this keeps one user's batch from filling the machine with its own Python work as well: 500
+# questions over 8 connections run two at a time, and another user's question starts at once.
+PER_CALLER = max(1, os.cpu_count() or 1)
+_slots: dict[str, tuple[anyio.Semaphore, list[int]]] = {}
+
+
+@asynccontextmanager
+async def turn(caller: Caller):
+    """One of the caller's answer slots, and its model runs queued under its name."""
+    who = caller.user or "local"
+    sem, users = _slots.setdefault(who, (anyio.Semaphore(PER_CALLER), [0]))
+    users[0] += 1
+    try:
+        async with sem:
+            token = run_for.set(who)
+            try:
+                yield
+            finally:
+                try:
+                    run_for.reset(token)
+                except ValueError:  # a stream closed from another context (its task ended): nothing to undo there
+                    pass
+    finally:
+        users[0] -= 1
+        if not users[0]:
+            _slots.pop(who, None)  # nobody waits or runs under this name: forget it
 
 
 @dataclass
@@ -65,18 +97,25 @@ def answer(ws, q: Question, metrics=None) -> tuple[Answer, str]:
     return a, record(ws, q, a, metrics)
 
 
+async def answer_in_turn(ws, q: Question, metrics=None) -> tuple[Answer, str]:
+    """`answer` on a worker thread, in the caller's turn."""
+    async with turn(q.caller):
+        return await anyio.to_thread.run_sync(answer, ws, q, metrics)
+
+
 async def events(ws, q: Question, disconnected=None) -> AsyncIterator:
     """The chain's events (AnswerEvent) as they come, pulled one at a time on a worker thread.
     When the client has gone (`disconnected()`, polled between events: uvicorn drops what is
     sent to a closed socket without an error, so the sending alone would never notice) or the
     consumer stops early, the chain's generator is closed: the steps still to run never run,
     and an LLM's HTTP stream is closed with it."""
-    it = ws.answers.chain.stream(q.req)
-    try:
-        while True:
-            ev = await anyio.to_thread.run_sync(next, it, _END)
-            if ev is _END or (disconnected is not None and await disconnected()):
-                return
-            yield ev
-    finally:
-        await anyio.to_thread.run_sync(it.close)
+    async with turn(q.caller):
+        it = ws.answers.chain.stream(q.req)
+        try:
+            while True:
+                ev = await anyio.to_thread.run_sync(next, it, _END)
+                if ev is _END or (disconnected is not None and await disconnected()):
+                    return
+                yield ev
+        finally:
+            await anyio.to_thread.run_sync(it.close)

@@ -132,7 +132,7 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, p: Pri
         return AnswerOut.of(a, qid, query_id=qid).model_dump()
 
     if not body.stream:
-        answer, qid = await anyio.to_thread.run_sync(answering.answer, ws, q, metrics)
+        answer, qid = await answering.answer_in_turn(ws, q, metrics)
         content = answer.text + sources_block(answer)  # balanced by generation/record.py
         return {"id": cid, "object": "chat.completion", "created": created, "model": body.model,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": content},

@@ -212,7 +212,7 @@ async def query(body: QueryRequest, request: Request, p: Principal = READ):
         ws, p.caller, body.question, body.knowledge_bases, body.documents, body.thread_id,
         after=body.after, before=body.before, route=body.route, no_cache=body.no_cache))
     if not body.stream:
-        answer, qid = await anyio.to_thread.run_sync(answering.answer, ws, q, metrics)
+        answer, qid = await answering.answer_in_turn(ws, q, metrics)
         return AnswerOut.of(answer, qid, query_id=qid, thread_id=q.thread_id).model_dump()
 
     async def stream():
