@@ -2,7 +2,17 @@
 `--queries` extractive questions (default 500) through `POST /v1/query` against a real
 `python -m rag_core serve` (one worker), on a ~1,400-chunk manuals knowledge base. Reports per
 level: p50/p95/max latency, throughput, errors (target 0), and where the time goes (the answer
-chain's own stage timings vs HTTP and queueing).
+chain's own stage timings, p50 and p95, vs HTTP and queueing).
+
+Every question is sent with `no_cache` (issue 52): repeated questions would otherwise measure
+the answer cache, not answering (`--cache` to measure the cache on purpose).
+
+`--fair`: a second user's single questions while a first user's batch (`--batch`, default 500,
+over 8 connections) runs: the second user's p50/p95 alone first, then during the batch.
+
+`--code DIR` runs the server from another checkout (a `git worktree` at the commit before a
+change); `--kb NAME` uses a knowledge base already in `--data-dir` (benchmarks/first_words.py
+builds "manuals3": R-intro, R-FAQ and gnuplot).
 
 The knowledge base: gnuplot's and Bash's manuals from Debian's packages (see
 benchmarks/manual_questions.py for the pinned `apt-get download` line; nothing is copied into
@@ -32,6 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 KB = "manuals-load"
+CODE = ROOT  # the checkout the server runs (--code)
+NO_CACHE = True
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -39,7 +51,7 @@ def pct(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))] if xs else float("nan")
 
 
-def build(data_dir: Path, pdfs: list[Path]) -> tuple[int, str]:
+def build(data_dir: Path, pdfs: list[Path]) -> tuple[int, str, str]:
     from rag_core.access import Caller
     from rag_core.config import get_settings
     from rag_core.workspace import Workspace
@@ -54,15 +66,16 @@ def build(data_dir: Path, pdfs: list[Path]) -> tuple[int, str]:
                   flush=True)
         chunks = ws.kb_counts(KB, caller=op)[1]
         key = ws.api_keys.create("loadtest", "read", by=op, label="api_load benchmark").key
-        return chunks, key
+        other = ws.api_keys.create("other", "read", by=op, label="api_load benchmark: the second user").key
+        return chunks, key, other
     finally:
         ws.close()
 
 
 def start_server(data_dir: Path, port: int) -> subprocess.Popen:
     proc = subprocess.Popen([sys.executable, "-m", "rag_core", "serve", "--port", str(port), "--data-dir",
-                             str(data_dir), "--log-level", "warning"], cwd=ROOT,
-                            env={**os.environ, "PYTHONPATH": str(ROOT), "RAG_API_RATE_LIMIT": "1000000"})
+                             str(data_dir), "--log-level", "warning"], cwd=CODE,
+                            env={**os.environ, "PYTHONPATH": str(CODE), "RAG_API_RATE_LIMIT": "1000000"})
     for _ in range(600):
         try:
             if httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=1).status_code == 200:
@@ -73,7 +86,7 @@ def start_server(data_dir: Path, port: int) -> subprocess.Popen:
     raise SystemExit("server did not start")
 
 
-def run_level(base: str, key: str, questions: list[str], clients: int, n: int) -> dict:
+def run_level(base: str, key: str, questions: list[str], clients: int, n: int, stop=None) -> dict:
     lat, chain_ms, errors, abstained, stages = [], [], [], 0, {}
     lock = threading.Lock()
     counter = iter(range(n))
@@ -84,11 +97,12 @@ def run_level(base: str, key: str, questions: list[str], clients: int, n: int) -
             while True:
                 with lock:
                     i = next(counter, None)
-                if i is None:
+                if i is None or (stop is not None and stop.is_set()):
                     return
                 t = time.perf_counter()
                 try:
-                    r = c.post("/v1/query", json={"question": questions[i % len(questions)], "knowledge_bases": [KB]})
+                    r = c.post("/v1/query", json={"question": questions[i % len(questions)], "knowledge_bases": [KB],
+                                                  "no_cache": NO_CACHE})
                     dt = time.perf_counter() - t
                     with lock:
                         if r.status_code != 200:
@@ -98,7 +112,7 @@ def run_level(base: str, key: str, questions: list[str], clients: int, n: int) -
                             lat.append(dt)
                             chain_ms.append(a["timings_ms"].get("total", 0.0))
                             for stage, ms in a["timings_ms"].items():
-                                if "_" not in stage and stage != "total":  # top-level steps only
+                                if stage != "total" and isinstance(ms, (int, float)):
                                     stages.setdefault(stage, []).append(ms)
                             abstained += a["abstained"]
                 except httpx.HTTPError as exc:
@@ -117,21 +131,65 @@ def run_level(base: str, key: str, questions: list[str], clients: int, n: int) -
             # The chain's own time per answer vs what the client waited: the rest is HTTP + queueing
             # behind the other clients (one worker; the reader and store serialise).
             "chain_p50_ms": round(pct(chain_ms, 50)), "chain_p95_ms": round(pct(chain_ms, 95)),
-            "stage_p50_ms": {k: round(pct(v, 50), 1) for k, v in sorted(stages.items())}}
+            "stage_ms": {k: {"p50": round(pct(v, 50), 1), "p95": round(pct(v, 95), 1), "n": len(v)}
+                         for k, v in sorted(stages.items())}}
+
+
+def fairness(base: str, key: str, other: str, questions: list[str], batch: int, asks: int = 20) -> dict:
+    """The second user's questions, one at a time, alone and then during the first user's batch."""
+    def single(n: int, stop=None) -> list[float]:
+        lat = []
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {other}"}, timeout=300) as c:
+            for i in range(n):
+                if stop is not None and stop.is_set():
+                    break
+                t = time.perf_counter()
+                r = c.post("/v1/query", json={"question": questions[(7 * i + 3) % len(questions)],
+                                              "knowledge_bases": [KB], "no_cache": True})
+                if r.status_code == 200:
+                    lat.append(time.perf_counter() - t)
+                time.sleep(0.5)  # a person reads
+        return lat
+
+    alone = single(asks)
+    done = threading.Event()
+    got: dict = {}
+    bg = threading.Thread(target=lambda: got.update(run_level(base, key, questions, 8, batch, stop=done)))
+    bg.start()
+    time.sleep(3)  # the batch is in full flow
+    during = single(asks)
+    done.set()
+    bg.join()
+    return {"batch_questions": batch, "batch_connections": 8, "batch_answered": got.get("ok"),
+            "batch_throughput_qps": got.get("throughput_qps"),
+            "single_alone_p50_ms": round(pct(alone, 50) * 1000), "single_alone_p95_ms": round(pct(alone, 95) * 1000),
+            "single_during_p50_ms": round(pct(during, 50) * 1000),
+            "single_during_p95_ms": round(pct(during, 95) * 1000),
+            "p95_ratio": round(pct(during, 95) / pct(alone, 95), 2), "single_asked": [len(alone), len(during)]}
 
 
 def main() -> None:
+    global KB, CODE, NO_CACHE
     ap = argparse.ArgumentParser()
-    ap.add_argument("--pdfs", nargs="+", required=True, type=Path)
+    ap.add_argument("--pdfs", nargs="+", type=Path, default=[])
     ap.add_argument("--data-dir", required=True, type=Path)
     ap.add_argument("--queries", type=int, default=500)
     ap.add_argument("--levels", default="1,4,16")
     ap.add_argument("--port", type=int, default=8765)
+    ap.add_argument("--kb", default=KB)
+    ap.add_argument("--code", type=Path, default=ROOT)
+    ap.add_argument("--cache", action="store_true", help="let repeated questions hit the answer cache")
+    ap.add_argument("--fair", action="store_true")
+    ap.add_argument("--batch", type=int, default=500)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
+    KB, CODE, NO_CACHE = args.kb, args.code.resolve(), not args.cache
 
-    chunks, key = build(args.data_dir, args.pdfs)
+    chunks, key, other = build(args.data_dir, args.pdfs)
     qs = [json.loads(line)["question"] for line in (ROOT / "benchmarks/data/manual_questions_v2.jsonl").open()]
+    import random
+
+    random.Random(0).shuffle(qs)  # mixed: programs, answerable and not, in no order
     proc = start_server(args.data_dir, args.port)
     base = f"http://127.0.0.1:{args.port}"
     try:
@@ -141,12 +199,20 @@ def main() -> None:
             res = run_level(base, key, qs, clients, args.queries)
             print(json.dumps(res), flush=True)
             levels.append(res)
+        fair = fairness(base, key, other, qs, args.batch) if args.fair else None
+        if fair:
+            print(json.dumps(fair), flush=True)
     finally:
         proc.terminate()
         proc.wait(30)
     out = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
-           "kb_chunks": chunks, "pdfs": [p.name for p in args.pdfs], "workers": 1, "levels": levels,
-           "command": " ".join(sys.argv)}
+           "kb_chunks": chunks, "kb": KB, "code": str(CODE),
+           "commit": os.popen(f"git -C {CODE} rev-parse --short HEAD").read().strip(), "no_cache": NO_CACHE,
+           "workers": 1, "levels": levels, "fairness": fair, "command": " ".join(sys.argv),
+           "load_at_end": round(os.getloadavg()[0], 2)}
+    if len(levels) > 1 and levels[0]["clients"] == 1:
+        out["throughput_vs_one_client"] = {l["clients"]: round(l["throughput_qps"] / levels[0]["throughput_qps"], 2)
+                                           for l in levels}
     if args.out:
         args.out.write_text(json.dumps(out, indent=1))
     print(json.dumps(out, indent=1))
