@@ -154,6 +154,18 @@ def _wait_ready(logs, procs, timeout: float) -> None:
         time.sleep(0.1)
 
 
+def _wait_events(wanted, procs, timeout: float) -> None:
+    """Until each log holds `n` lines with its marker (or its process ended: an ingest that is
+    done has nothing more to write)."""
+    end = time.time() + timeout
+    while not all(f.exists() and f.read_text().count(mark) >= n for f, mark, n in wanted):
+        if any(p.poll() not in (None, 0) for p in procs):
+            raise RuntimeError(f"a load process failed (exit codes {[p.poll() for p in procs]})")
+        if all(p.poll() == 0 for p in procs) or time.time() > end:
+            raise RuntimeError(f"no load to fault after {timeout:.0f} s")
+        time.sleep(0.1)
+
+
 def run_fault(cluster, workdir: Path, docs: int = 300, down_s: float = 10.0, pause: float = 0.02,
               catchup_timeout: float = 180.0) -> dict:
     """The whole scenario on a running cluster; returns the figures and the raw findings."""
@@ -180,7 +192,10 @@ def run_fault(cluster, workdir: Path, docs: int = 300, down_s: float = 10.0, pau
     # The fault starts once both load processes are connected, not after a fixed delay: on a busy
     # CI runner their imports alone took longer than the node stayed down, so no load met the fault.
     _wait_ready((ilog, qlog), (ing, qry), timeout=180.0)
-    time.sleep(1.0)  # a second of load before the fault, for the baseline latency
+    # Load before the fault, for the baseline latency: a few answered queries and an acknowledged
+    # write, not a fixed second. On a busy machine the query process's first query took 34 s
+    # (models loading), and a node killed one second after "ready" was back before any query ran.
+    _wait_events(((qlog, '"ev": "q"', 3), (ilog, '"ev": "ack"', 1)), (ing, qry), timeout=600.0)
     killed_at = time.time()
     cluster.kill(0)
     time.sleep(down_s)
