@@ -6,6 +6,7 @@ page images and neighbouring passages are fetched only when a person opens a sou
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import datetime
 import html
@@ -19,6 +20,7 @@ from pages.common import caller, friendly_errors, selected_kbs, workspace
 from rag_core.citation_view import highlight_band
 from rag_core.errors import GroundworkError
 from rag_core.generation.kit import AnswerCancelled
+from rag_core.inference import run_for
 from rag_core.feedback import REASONS
 from rag_core.models import conflict_note
 from rag_core.text.language import name as language_name
@@ -410,7 +412,10 @@ def stream_answer(req, language: str) -> Answer | None:
     stop = st.empty()
     events: queue.Queue = queue.Queue()
     req = dataclasses.replace(req, cancel=threading.Event())
-    threading.Thread(target=_produce, args=(ws.answers.chain, req, events), daemon=True).start()
+    # the answer's model runs queue under this user's name, as an API caller's do (inference.FairShare)
+    ctx = contextvars.copy_context()
+    ctx.run(run_for.set, me.user or "local")
+    threading.Thread(target=ctx.run, args=(_produce, ws.answers.chain, req, events), daemon=True).start()
     text, shown, answer, writing = "", 0.0, None, False
     note, started = ui_text.text("searching", language), time.perf_counter()
     # Set until the answer is in: a run that ends without it (Stop, or any click, reruns the
