@@ -19,7 +19,7 @@ Stems are cached per (language, word): a corpus has far fewer distinct words tha
 from __future__ import annotations
 
 import re
-import threading
+import queue
 import unicodedata
 from collections import Counter
 from functools import lru_cache
@@ -111,20 +111,29 @@ def bigrams(run: str) -> list[str]:
 
 
 _KANA1 = re.compile(r"^[\u3040-\u30ff]$")
-_JA = threading.local()  # MeCab taggers are not shared across threads
+# Idle MeCab taggers, shared by every thread: a tagger is used by one thread at a time and then
+# handed back. Not one per thread (threading.local, as before): the API's worker threads come
+# and go (anyio stops a thread idle for 10 s), each new one made a tagger of its own, and in the
+# hour-long soak (benchmarks/soak.py) the server held 23, then 36 mappings of UniDic's 72 MB
+# matrix and 188 MB dictionary after 15 and 27 minutes. The pool holds as many as ever ran at once.
+_JA_IDLE: queue.SimpleQueue = queue.SimpleQueue()
 
 
 def _ja_words(run: str) -> list[str]:
     """Japanese words by MeCab with the UniDic-lite dictionary (fugashi); particles and other
     single kana dropped (the bigram path's noise, without their evidence)."""
-    tagger = getattr(_JA, "tagger", None)
-    if tagger is None:
+    try:
+        tagger = _JA_IDLE.get_nowait()
+    except queue.Empty:
         try:
             import fugashi
         except ImportError as exc:  # pragma: no cover - a runtime requirement
             raise ImportError("Japanese analysis needs fugashi and unidic-lite (pip install -r requirements.txt)") from exc
-        tagger = _JA.tagger = fugashi.Tagger()
-    return [w.surface for w in tagger(run) if w.surface.strip() and not _KANA1.match(w.surface)]
+        tagger = fugashi.Tagger()
+    try:
+        return [w.surface for w in tagger(run) if w.surface.strip() and not _KANA1.match(w.surface)]
+    finally:
+        _JA_IDLE.put(tagger)
 
 
 def cjk_terms(run: str, lang: str) -> list[str]:

@@ -44,3 +44,22 @@ def test_a_question_is_read_in_its_own_language_and_the_documents():
     assert "passwort" in terms and "ander" in terms  # German stems
     assert "ich" in terms  # what the English reading adds (not an English stop word)
     assert query_terms("gnuplot set terminal png", ("en",)) == analyze("gnuplot set terminal png")
+
+
+def test_threads_that_come_and_go_share_the_japanese_taggers():
+    """A server's worker threads are stopped when idle and new ones started: each new thread
+    must reuse an idle MeCab tagger (each maps UniDic's ~260 MB), not make its own. Twenty
+    threads one after another leave at most the taggers that already existed plus one."""
+    import threading
+
+    from rag_core.text import analysis
+
+    analysis.analyze("データフレームとは何ですか", "ja")
+    before = analysis._JA_IDLE.qsize()
+    words = []
+    for _ in range(20):
+        t = threading.Thread(target=lambda: words.append(analysis._ja_words("東京都の人口は何人ですか")))
+        t.start()
+        t.join(30)
+    assert len(words) == 20 and all(w == words[0] and w for w in words)
+    assert analysis._JA_IDLE.qsize() <= max(before, 1)
