@@ -194,12 +194,24 @@ def select_kb_in_chat(page, name: str) -> None:
     """On the Chat page, start a new chat and make sure `name` is among the knowledge bases
     asked (the page reopens the last conversation, and the sidebar keeps the caller's last
     selection: both depend on the tests that ran before)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     page.get_by_role("button", name="New chat").first.click()
     page.get_by_text("Answering from:").first.wait_for()
-    if page.get_by_text("Answering from:").filter(has_text=name).count() == 0:
+    # A click that lands while the page is still rerunning (after "New chat") opens a list the
+    # rerun then replaces: the option never shows in it. On a busy machine that happened (the
+    # option waited 90 s in a closed list), so the list is opened again until the option shows.
+    for _ in range(12):
+        if page.get_by_text("Answering from:").filter(has_text=name).count():
+            break
         page.locator("[data-testid=stSidebar] [data-testid=stMultiSelect]").first.click()
-        page.get_by_role("option", name=name, exact=True).click()
+        try:
+            page.get_by_role("option", name=name, exact=True).click(timeout=15_000)
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+            continue
         page.keyboard.press("Escape")
+        break
     page.get_by_text("Answering from:").filter(has_text=name).wait_for()
 
 
