@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import platform
+import random
 import subprocess
 import sys
 import threading
@@ -137,12 +138,10 @@ def run_level(base: str, key: str, questions: list[str], clients: int, n: int, s
 
 def fairness(base: str, key: str, other: str, questions: list[str], batch: int, asks: int = 20) -> dict:
     """The second user's questions, one at a time, alone and then during the first user's batch."""
-    def single(n: int, stop=None) -> list[float]:
+    def single(n: int) -> list[float]:
         lat = []
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {other}"}, timeout=300) as c:
             for i in range(n):
-                if stop is not None and stop.is_set():
-                    break
                 t = time.perf_counter()
                 r = c.post("/v1/query", json={"question": questions[(7 * i + 3) % len(questions)],
                                               "knowledge_bases": [KB], "no_cache": True})
@@ -187,8 +186,6 @@ def main() -> None:
 
     chunks, key, other = build(args.data_dir, args.pdfs)
     qs = [json.loads(line)["question"] for line in (ROOT / "benchmarks/data/manual_questions_v2.jsonl").open()]
-    import random
-
     random.Random(0).shuffle(qs)  # mixed: programs, answerable and not, in no order
     proc = start_server(args.data_dir, args.port)
     base = f"http://127.0.0.1:{args.port}"

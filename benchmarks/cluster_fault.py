@@ -145,24 +145,14 @@ def _pct(xs: list[float], p: float) -> float | None:
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))] if xs else None
 
 
-def _wait_ready(logs, procs, timeout: float) -> None:
-    end = time.time() + timeout
-    while not all(f.exists() and '"ready"' in f.read_text() for f in logs):
-        if time.time() > end or any(p.poll() not in (None, 0) for p in procs):
-            raise RuntimeError(f"load processes not ready after {timeout:.0f} s "
-                               f"(exit codes {[p.poll() for p in procs]})")
-        time.sleep(0.1)
-
-
-def _wait_events(wanted, procs, timeout: float) -> None:
-    """Until each log holds `n` lines with its marker (or its process ended: an ingest that is
-    done has nothing more to write)."""
+def _wait_events(wanted, procs, timeout: float, what: str) -> None:
+    """Until each log holds `n` lines with its marker. A load process that fails, both ending
+    before that, or the timeout: RuntimeError saying `what` was awaited."""
     end = time.time() + timeout
     while not all(f.exists() and f.read_text().count(mark) >= n for f, mark, n in wanted):
-        if any(p.poll() not in (None, 0) for p in procs):
-            raise RuntimeError(f"a load process failed (exit codes {[p.poll() for p in procs]})")
-        if all(p.poll() == 0 for p in procs) or time.time() > end:
-            raise RuntimeError(f"no load to fault after {timeout:.0f} s")
+        if any(p.poll() not in (None, 0) for p in procs) or all(p.poll() == 0 for p in procs) \
+                or time.time() > end:
+            raise RuntimeError(f"no {what} after {timeout:.0f} s (exit codes {[p.poll() for p in procs]})")
         time.sleep(0.1)
 
 
@@ -191,11 +181,11 @@ def run_fault(cluster, workdir: Path, docs: int = 300, down_s: float = 10.0, pau
     t0 = time.time()
     # The fault starts once both load processes are connected, not after a fixed delay: on a busy
     # CI runner their imports alone took longer than the node stayed down, so no load met the fault.
-    _wait_ready((ilog, qlog), (ing, qry), timeout=180.0)
+    _wait_events(((ilog, '"ready"', 1), (qlog, '"ready"', 1)), (ing, qry), 180.0, "ready load processes")
     # Load before the fault, for the baseline latency: a few answered queries and an acknowledged
     # write, not a fixed second. On a busy machine the query process's first query took 34 s
     # (models loading), and a node killed one second after "ready" was back before any query ran.
-    _wait_events(((qlog, '"ev": "q"', 3), (ilog, '"ev": "ack"', 1)), (ing, qry), timeout=600.0)
+    _wait_events(((qlog, '"ev": "q"', 3), (ilog, '"ev": "ack"', 1)), (ing, qry), 600.0, "load to fault")
     killed_at = time.time()
     cluster.kill(0)
     time.sleep(down_s)

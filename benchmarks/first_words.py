@@ -85,8 +85,9 @@ def pad(ws, n: int) -> None:
     for d in range(start, start + n, DOC):
         ids = range(d, min(start + n, d + DOC))
         doc = f"pad{d}"
-        chunks = [Chunk(chunk_id=f"{kb.kb_id}/{doc}#{i - d}", doc_id=doc, kb_id=kb.kb_id, text=chunk_text(i, texts)[1],
-                        title=chunk_text(i, texts)[0], source=f"{doc}.txt", ordinal=i - d) for i in ids]
+        made = [chunk_text(i, texts) for i in ids]  # (title, text)
+        chunks = [Chunk(chunk_id=f"{kb.kb_id}/{doc}#{i - d}", doc_id=doc, kb_id=kb.kb_id, text=text, title=title,
+                        source=f"{doc}.txt", ordinal=i - d) for i, (title, text) in zip(ids, made)]
         v = base[[i % len(texts) for i in ids]] + rng.normal(scale=NOISE, size=(len(chunks), base.shape[1]))
         ws.store.add_chunks(chunks, (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32))
     print(f"padded to {ws.store.count()} chunks", file=sys.stderr, flush=True)

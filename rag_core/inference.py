@@ -95,6 +95,7 @@ class FairShare:
 
 
 share = FairShare(os.cpu_count() or 1)
+_narrow_lock = threading.Lock()  # a narrow session is made once, by the first crowded call
 
 
 class SessionPair:
@@ -115,6 +116,3 @@ class SessionPair:
             yield self._narrow if crowded else self.wide
         finally:
             share.release()
-
-
-_narrow_lock = threading.Lock()

@@ -325,11 +325,12 @@ class Verifier:
             return [], 0.0
         texts = [p[0] for p in parts]
         titles = [t or "" for t in titles] if titles else [""] * len(sources)
+        cites = [[n for n in cited if 1 <= n <= len(sources)] for _, cited in parts]  # markers naming a source
         support, best_win, fragments, lost = self._support(texts, sources, question, titles, leads, language, evidence,
-                                                           [[n - 1 for n in p[1] if 1 <= n <= len(sources)] for p in parts])
+                                                           [[n - 1 for n in c] for c in cites])
         claims = []
-        for i, (text, cited) in enumerate(parts):
-            valid = [n for n in cited if 1 <= n <= len(sources)]
+        for i, text in enumerate(texts):
+            valid = cites[i]
             best_any = int(np.argmax(support[i])) if sources else None
             s_any = float(support[i, best_any]) if sources else 0.0
             s_cited = max((float(support[i, n - 1]) for n in valid), default=0.0)
