@@ -13,6 +13,13 @@ from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
+# A local model's passages, in tokens. Qwen2.5 1.5B reads ~60-90 prompt tokens a second on 2
+# cores, the 0.5B ~3x that: four whole passages (~1,000 tokens) kept the 1.5B silent ~10 s.
+# The system prompt is cached by llama.cpp and costs nothing after the first question.
+# Chosen with benchmarks/llm_mode.py (issue 52's closing note gives the before and after).
+LOCAL_CONTEXT_TOKENS = 320
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="RAG_", extra="ignore", populate_by_name=True)
 
@@ -150,6 +157,10 @@ class Settings(BaseSettings):
     # passages also cut the prompt (time to first token). Chosen on the train side
     # (benchmarks/llm_mode.py --split calib).
     llm_context_passages: int = Field(default=4, ge=1, le=50)
+    # Tokens of those passages in the prompt, the reader's best sentences first
+    # (generation/prompt_budget.py); 0 = sized to the model: LOCAL_CONTEXT_TOKENS for a local
+    # GGUF file, which reads its prompt on the CPU before its first word; no limit for an endpoint.
+    llm_context_tokens: int = Field(default=0, ge=0, le=100_000)
     # Reading a whole document (generation/document_reader.py). With a model: up to this many
     # tokens of the document in one prompt, map-reduce over parts of this size beyond it
     # (0 = sized to the model: RAG_LLM_CTX less room for the instructions and the answer for a
@@ -254,6 +265,13 @@ class Settings(BaseSettings):
         if self.llm_planner != "auto":
             return self.llm_planner == "model"
         return self.llm_configured and not (self.llm_gguf or self.llm_fast_gguf)
+
+    @property
+    def context_budget(self) -> int:
+        """Tokens of passages the answer's prompt holds (llm_context_tokens; 0 = no limit)."""
+        if self.llm_context_tokens:
+            return self.llm_context_tokens
+        return LOCAL_CONTEXT_TOKENS if self.llm_gguf else 0
 
     @property
     def document_budget(self) -> int:

@@ -51,7 +51,7 @@ from ..text import messages
 from ..text.language import question_language
 from . import record
 from .check import Checker
-from .condense import condense as condense_offline
+from .condense import condense as condense_offline, depends_on_context
 from .corrective import correct
 from .extractive import ExtractiveAnswerer
 from .gate import gate, signals
@@ -172,7 +172,14 @@ class AnswerEngine:
         turn = Turn(req=req, standalone=req.question.strip(), settings=merged_settings(req.kbs), t0=t,
                     models=self._models())
         question = turn.standalone
-        if any(role == "user" for role, _ in req.history):
+        langs = req.filters.languages
+        language = question_language(question, langs[0] if langs else "en")
+        # A follow-up that names what it asks about ("When was the University of Chicago
+        # founded?") needs no rewriting: the model's call (a whole prompt read on a CPU before
+        # the answer's own) is skipped. The rule reads English pronouns only; in another
+        # language the model is asked as before.
+        stands_alone = language == "en" and not depends_on_context(question)
+        if any(role == "user" for role, _ in req.history) and not stands_alone:
             if self.kit.llm is not None and self.settings.llm_condense:
                 history = "\n".join(f"{role}: {_MARKER.sub('', text)}" for role, text in req.history[-6:])
                 try:
@@ -183,8 +190,6 @@ class AnswerEngine:
                     question = condense_offline(question, req.history)
             else:
                 question = condense_offline(question, req.history)
-        langs = req.filters.languages
-        language = question_language(req.question.strip(), langs[0] if langs else "en")
         return timed(replace(turn, standalone=question, language=language), condense=ms(t))
 
     def _plan(self, turn: Turn, config: RunnableConfig) -> Turn:

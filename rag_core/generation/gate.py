@@ -9,6 +9,7 @@ import time
 from dataclasses import replace
 
 from .extractive import Evidence as Reading
+from . import prompt_budget
 from .kit import PROMPT, Kit
 from .policy import Signals
 from .policy_choice import policy_for_kbs
@@ -41,12 +42,12 @@ def gate(kit: Kit, ctx: Context, config) -> Context:
     ctx = replace(ctx, turn=timed(ctx.turn, read=ms(t)), reading=reading)
     decision = policy.before_generation(signals(ctx, _mode(kit, ctx)))
     if not decision.abstain and kit.llm_ok(ctx.turn):
-        ctx = focus(ctx, kit.settings.llm_context_passages)
+        ctx = focus(ctx, kit.settings.llm_context_passages, kit.settings.context_budget)
         if kit.settings.llm_relevance_check:
             try:
                 # the answer's own prompt plus the task: the server's prompt cache then serves
                 # the answer's prompt, so the check costs a few tokens
-                value = kit.prompt_value(ctx.turn, ctx.sources, RELEVANCE_TASK)
+                value = kit.prompt_value(ctx.turn, ctx.sources, RELEVANCE_TASK, windows=ctx.windows)
                 verdict = kit.fast.invoke(PROMPT.invoke(value, config), config)
                 ctx = replace(ctx, relevance=not verdict.strip().lower().startswith("no"))
             except Exception as exc:  # noqa: BLE001
@@ -59,11 +60,11 @@ def _mode(kit: Kit, ctx: Context) -> str:
     return "llm" if kit.llm_ok(ctx.turn) else "extractive"
 
 
-def focus(ctx: Context, limit: int) -> Context:
+def focus(ctx: Context, limit: int, budget: int = 0) -> Context:
     """LLM mode: the passages the model reads, those holding the reader's best-answering
-    sentences first, at most `limit`. Passages without a sentence read keep their retrieval
-    order after the read ones. The reading is renumbered to match, so an offline fallback
-    cites the same numbers."""
+    sentences first, at most `limit`, and within `budget` tokens (prompt_budget.py; 0: no
+    limit). Passages without a sentence read keep their retrieval order after the read ones.
+    The reading is renumbered to match, so an offline fallback cites the same numbers."""
     reading = ctx.reading
     if reading is None or not reading.cands:
         return ctx
@@ -71,8 +72,15 @@ def focus(ctx: Context, limit: int) -> Context:
     for (si, _, _), p in zip(reading.cands, reading.probs):
         best[si] = max(best.get(si, 0.0), float(p))
     order = sorted(range(len(ctx.sources)), key=lambda i: (-best.get(i, -1.0), i))[:limit]
+    top: dict[int, tuple[float, int]] = {}  # per passage, the reader's best sentence
+    for (si, k, _), p in zip(reading.cands, reading.probs):
+        if si not in top or p > top[si][0]:
+            top[si] = (float(p), k)
+    fitted = prompt_budget.fit([ctx.sources[i] for i in order],
+                               {n: top[i][1] for n, i in enumerate(order) if i in top}, budget)
+    order = order[:fitted.keep]
     new = {old: k for k, old in enumerate(order)}
     keep = [i for i, (si, _, _) in enumerate(reading.cands) if si in new]
     focused = Reading([(new[si], k, s) for si, k, s in (reading.cands[i] for i in keep)],
                       reading.probs[keep], reading.features[keep])
-    return replace(ctx, sources=[ctx.sources[i] for i in order], reading=focused)
+    return replace(ctx, sources=[ctx.sources[i] for i in order], reading=focused, windows=fitted.windows)

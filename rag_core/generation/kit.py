@@ -24,6 +24,7 @@ from ..text.messages import text as ui_text
 from ..text.tokens import count_tokens
 from .prompts import (EVIDENCE_CLOSE, EVIDENCE_OPEN, EVIDENCE_TASK, instructions_left_out, split_evidence,
                       system_prompt, user_message)
+from .prompt_budget import shown
 from .steps import AnswerEvent, AnswerRequest, Turn
 from .stream_guard import CHARS_PER_TOKEN, AnswerTimeLimit, StreamGuard
 
@@ -107,19 +108,21 @@ class Kit:
                              start_on="human", include_system=False)
 
     def prompt_value(self, turn: Turn, sources: list[ScoredChunk], task: str | None = None,
-                     reminder: str | None = None) -> dict:
-        user = user_message(turn.standalone, sources, turn.language, reminder)
+                     reminder: str | None = None, windows: dict[int, str] | None = None) -> dict:
+        """The prompt's parts; `windows`: passages the prompt shows in part (prompt_budget.py)."""
+        user = user_message(turn.standalone, shown(sources, windows), turn.language, reminder)
         return {"system": system_prompt(turn.req.kbs), "history": self.history(turn.req),
                 "user": f"{user}\n\n{task}" if task else user}
 
-    def write(self, turn: Turn, sources: list[ScoredChunk], config, reminder: str | None = None) -> Iterator[AnswerEvent]:
+    def write(self, turn: Turn, sources: list[ScoredChunk], config, reminder: str | None = None,
+              windows: dict[int, str] | None = None) -> Iterator[AnswerEvent]:
         """Generator: the model writes over these sources, streaming tokens; returns the text.
         Raises EmptyCompletion when it wrote no words (the caller handles it as a failure)."""
         # an answer to a question quotes its evidence; a summary or comparison covers documents
         # (no one sentence to quote); a local model on a CPU is spared the extra tokens, and
         # Qwen2.5 0.5B copied a format's example rather than filling it (generation/judge.py)
         task = EVIDENCE_TASK if reminder is None and self.settings.llm_evidence and not self.settings.llm_gguf else None
-        value = self.prompt_value(turn, sources, task=task, reminder=reminder)
+        value = self.prompt_value(turn, sources, task=task, reminder=reminder, windows=windows)
         yield AnswerEvent("status", self.reading_note(len(sources), turn.language))
         written = yield from self.stream_text(self.generator, value, config, cancel=turn.req.cancel)
         removed = instructions_left_out(sources)  # recorded with the answer

@@ -35,7 +35,7 @@ def respond_search(kit: Kit, ctx: Context, config) -> Iterator[AnswerEvent]:
     turn, t = ctx.turn, time.perf_counter()
     if kit.llm_ok(turn):
         try:
-            text = yield from kit.write(turn, ctx.sources, config)
+            text = yield from kit.write(turn, ctx.sources, config, windows=ctx.windows)
             draft = Draft(replace(ctx, turn=timed(turn, generate=ms(t))), text, ctx.sources, "llm")
             return (yield from _with_conflicts(kit, draft))
         except Exception as exc:  # noqa: BLE001 - the reader stands in

@@ -62,6 +62,8 @@ class Context:
     policy: Any = None  # policy.AnswerPolicy in force for this question
     decision: Any = None  # its decision before generation (policy.Decision)
     relevance: bool | None = None  # the model's relevance check, when it ran
+    # LLM mode: a passage shown to the model in part, its text there (prompt_budget.py)
+    windows: dict[int, str] = field(default_factory=dict)
 
     @property
     def abstain(self) -> bool:

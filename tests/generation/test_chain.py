@@ -269,6 +269,18 @@ def test_follow_up_is_condensed(ws):
     assert b.standalone_question == "how often does the Moon orbit?" and "27.3" in b.text
 
 
+def test_a_follow_up_that_stands_alone_is_not_sent_to_the_model_to_rewrite(ws):
+    """A condensing call reads a whole prompt before the answer's own (on a CPU, seconds of
+    silence): a follow-up that names its subject skips it (issue 52). The fake model answers
+    once: had it been asked to condense, its one reply would have become the question."""
+    chat = FakeListChatModel(responses=["Paris is the capital of France [1]."])
+    history = [("user", "Tell me about the Moon"), ("assistant", "The Moon orbits the Earth.")]
+    a = engine(ws, chat).answer(ws.answer_request(["facts"], "What is the capital city of France?", history=history,
+                                                  caller=OP))
+    assert a.standalone_question == "What is the capital city of France?"
+    assert a.text.startswith("Paris is the capital of France")
+
+
 class BrokenChat(FakeListChatModel):
     """Stands in for an endpoint that fails (timeout, connection refused)."""
 
