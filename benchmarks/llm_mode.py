@@ -87,10 +87,41 @@ def answer_check_curve(rows: list[dict], used: float) -> tuple[list[dict], dict]
     return curve, chosen
 
 
+_PROMPT_EVAL = re.compile(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens")
+
+
+def _log_size(model_path) -> int:
+    from rag_core.generation.local_server import running
+
+    srv = running(model_path)
+    return srv.log_path.stat().st_size if srv is not None and srv.log_path.exists() else 0
+
+
+def prompt_reading(model_path, start: int, questions: int) -> dict:
+    """What the answer model's server read of its prompts after the warm-up, from its own log
+    (llama.cpp prints each request's new prompt tokens and time; tokens its prompt cache
+    already held are not counted): per request, tokens and seconds, and tokens a second."""
+    from rag_core.generation.local_server import running
+
+    srv = running(model_path)
+    if srv is None or not srv.log_path.exists():
+        return {}
+    with open(srv.log_path, "rb") as fh:
+        fh.seek(start)
+        found = [(float(ms), int(n)) for ms, n in _PROMPT_EVAL.findall(fh.read().decode("utf-8", "replace"))]
+    if not found:
+        return {}
+    return {"model_requests": len(found), "model_requests_per_question": round(len(found) / max(questions, 1), 2),
+            "prompt_tokens_read_p50": percentile([n for _, n in found], 50),
+            "prompt_tokens_read_p95": percentile([n for _, n in found], 95),
+            "prompt_read_s_p50": round(percentile([ms / 1000 for ms, _ in found], 50), 2),
+            "prompt_tokens_per_s": round(sum(n for _, n in found) / max(sum(ms for ms, _ in found) / 1000, 1e-9), 1)}
+
+
 def run(args) -> dict:
     model_path = gguf(args.model)
     settings = get_settings(args.data_dir, llm_gguf=model_path, llm_threads=args.threads, llm_ctx=args.ctx,
-                            llm_max_tokens=args.max_tokens, llm_timeout=300,
+                            llm_max_tokens=args.max_tokens, llm_timeout=300, answer_cache=False,
                             llm_relevance_check=args.relevance_check,
                             **({"llm_answer_threshold": args.answer_threshold} if args.answer_threshold is not None else {}),
                             **({"llm_context_passages": args.context_passages} if args.context_passages else {}))
@@ -104,6 +135,7 @@ def run(args) -> dict:
     chain = ws.answers.chain  # starts the local server (first use)
     ws.answers.chain.invoke(ws.answer_request([KB], "What is the capital of France?", caller=Caller.operator()))  # warm the server
     startup = time.perf_counter() - t
+    log_at = _log_size(model_path)
     rows, unsupported = [], []
     raw_marks = raw_valid = shown = shown_valid = 0
     for label, items in (("answerable", answerable), ("impossible", impossible)):
@@ -166,6 +198,7 @@ def run(args) -> dict:
     n_uns = len(unsupported)
     summary = {
         "model": args.model, "split": args.split, "llm_context_passages": settings.llm_context_passages,
+        "context_budget_tokens": getattr(settings, "context_budget", None),
         "llm_relevance_check": settings.llm_relevance_check,
         "gguf": model_path.name, "threads": args.threads, "server_start_and_warm_s": round(startup, 1),
         "answerable": len(A), "unanswerable": len(U),
@@ -193,12 +226,13 @@ def run(args) -> dict:
         "total_s_p50": round(percentile([r["total_s"] for r in rows], 50), 2),
         "llm_answer_threshold": settings.llm_answer_threshold,
     }
+    summary.update(prompt_reading(model_path, log_at, len(rows)))
     curve, chosen = answer_check_curve(rows, settings.llm_answer_threshold)
     summary["answer_check_curve"] = curve
     summary["answer_check_chosen_by_rule"] = chosen
     OUT.mkdir(exist_ok=True)
-    stem = f"llm_mode_{args.model.replace('.', '')}" + ("" if args.split == "test" else f"_{args.split}") + (
-        f"_ctx{args.context_passages}" if args.context_passages else "") + ("_rc" if args.relevance_check else "")
+    stem = args.out or (f"llm_mode_{args.model.replace('.', '')}" + ("" if args.split == "test" else f"_{args.split}") + (
+        f"_ctx{args.context_passages}" if args.context_passages else "") + ("_rc" if args.relevance_check else ""))
     (OUT / f"{stem}.json").write_text(json.dumps(summary, indent=2) + "\n")
     with (OUT / f"{stem}_rows.jsonl").open("w") as fh:
         for r in rows:
@@ -223,6 +257,7 @@ def main() -> None:
     ap.add_argument("--relevance-check", action="store_true", help="RAG_LLM_RELEVANCE_CHECK: the model says yes/no first")
     ap.add_argument("--answer-threshold", type=float, default=None,
                     help="override llm_answer_threshold (run calib at the gate's 0.16 to choose it)")
+    ap.add_argument("--out", default="", help="the results' file stem (default: from the model and options)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--ctx", type=int, default=4096)
     ap.add_argument("--max-tokens", type=int, default=200)

@@ -22,6 +22,8 @@ log = FeedbackLog  # the frame helpers (pure functions of a frame)
 # A user's analytics are their own answers (admins see everyone's); knowledge bases the caller
 # cannot see are named "(hidden)".
 everything = ws.feedback_for(caller=me).frame()
+for note in ws.query_log_notice(caller=me):  # what the query log keeps, so an absence reads right
+    st.caption(escape_md(note).join((":material/visibility_off: ", "")))
 if everything.empty:
     st.info("No answers yet. Ask something on the Chat page; ratings show up here.")
     st.stop()

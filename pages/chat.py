@@ -376,6 +376,9 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
                 st.caption(f"Minimum relevance dropped {answer.below_threshold} passage(s).")
         if m.get("query_id"):
             feedback_controls(m)
+        elif m.get("unlogged"):
+            st.caption("The query log is off for these knowledge bases: this answer was not recorded, so it cannot "
+                       "be rated.")
 
 
 def _produce(chain, req, events: queue.Queue) -> None:
@@ -492,7 +495,8 @@ if question:
             kb_ids = [ws.get_kb(n, caller=me).kb_id for n in kbs]
             qid = feedback_log.log_answer(answer, kb_ids, thread_id=tid)
             convs.add(tid, "assistant", answer.text, answer, qid)
-            messages.append({"role": "assistant", "content": answer.text, "answer": answer, "query_id": qid})
+            messages.append({"role": "assistant", "content": answer.text, "answer": answer, "query_id": qid,
+                             "unlogged": qid is None})
             render_answer({**messages[-1], "fresh": True}, len(messages) - 1, last=True)  # its notice is on screen already
 
 conversations()

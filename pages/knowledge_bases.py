@@ -150,6 +150,12 @@ with st.form(f"edit_{kb.kb_id}"):
         "Keep questions asked here for (days)", 0, 36500, int(kb.retention_days), 30,
         help="The query log and feedback of questions asked in this knowledge base are deleted after this many "
         "days (0 = kept until a user or an admin deletes them).")
+    log_choices = ["default", "full", "anonymous", "off"]
+    query_log = st.selectbox(
+        "Query log for questions asked here", log_choices, index=log_choices.index(kb.query_log or "default"),
+        help=f"default: the deployment's setting ({ws.settings.query_log}). full: who asked, the question and the "
+        "answer. anonymous: the same without who asked. off: nothing is logged (and answers are not cached), so "
+        "they cannot be rated and do not appear on Analytics. The deployment's setting is the most that is kept.")
     st.subheader("Retrieval")
     r = kb.retrieval
     c1, c2 = st.columns(2)
@@ -219,6 +225,7 @@ with st.form(f"edit_{kb.kb_id}"):
             saved = ws.update_kb(
                 kb.kb_id, caller=me, name=new_name, description=description, instructions=instructions,
                 grounded_only=grounded, retention_days=int(retention),
+                query_log="" if query_log == "default" else query_log,
                 retrieval=RetrievalSettings(top_k=top_k, alpha=alpha, fusion=fusion, rerank=rerank, mmr_lambda=mmr,
                                             score_threshold=threshold, context_tokens=int(budget),
                                             recency_half_life_days=float(recency), answer_policy=answer_policy),

@@ -125,6 +125,7 @@ def _kb_from_row(r) -> KnowledgeBase:
         created_at=r["created_at"],
         owners=json.loads(r["owners"]),
         retention_days=int(r["retention_days"] or 0),
+        query_log=r["query_log"] or "",
     )
 
 
@@ -158,7 +159,7 @@ class AppDB:
         self.db = db
         _migrate_kbs(db)
         db.executescript(SCHEMA)
-        db.add_columns("kbs", {"retention_days": "INTEGER NOT NULL DEFAULT 0"})
+        db.add_columns("kbs", {"retention_days": "INTEGER NOT NULL DEFAULT 0", "query_log": "TEXT NOT NULL DEFAULT ''"})
         db.add_columns("documents", {"lease_owner": "TEXT", "lease_until": "REAL", "doc_date": "TEXT",
                                      "date_source": "TEXT", "language": "TEXT", "language_source": "TEXT"})
         db.executescript(CONTENT_VERSIONS)
@@ -219,10 +220,10 @@ class AppDB:
             self._check_free(name, visible_to)
             c.execute(
                 "INSERT INTO kbs (kb_id, name, description, instructions, grounded_only, retrieval, tenant, "
-                "acl_users, acl_groups, created_at, owners, retention_days) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                "acl_users, acl_groups, created_at, owners, retention_days, query_log) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (kb.kb_id, kb.name, kb.description, kb.instructions, int(kb.grounded_only),
                  json.dumps(asdict(kb.retrieval)), kb.tenant, json.dumps(kb.acl_users), json.dumps(kb.acl_groups),
-                 kb.created_at, json.dumps(kb.owners), int(kb.retention_days)),
+                 kb.created_at, json.dumps(kb.owners), int(kb.retention_days), kb.query_log),
             )
         return kb
 
@@ -234,7 +235,7 @@ class AppDB:
                 self._check_free(name, visible_to, kb.kb_id)
             c.execute(
                 "UPDATE kbs SET name=?, description=?, instructions=?, grounded_only=?, retrieval=?,"
-                " tenant=?, acl_users=?, acl_groups=?, owners=?, retention_days=? WHERE kb_id=?",
+                " tenant=?, acl_users=?, acl_groups=?, owners=?, retention_days=?, query_log=? WHERE kb_id=?",
                 (
                     name,
                     kb.description,
@@ -246,6 +247,7 @@ class AppDB:
                     json.dumps(sorted(set(kb.acl_groups))),
                     json.dumps(sorted(set(kb.owners))),
                     int(kb.retention_days),
+                    kb.query_log,
                     kb.kb_id,
                 ),
             )

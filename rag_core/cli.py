@@ -101,6 +101,8 @@ def cmd_kb_update(args) -> int:
     caller = _caller(args, ws)
     if args.retention_days is not None:
         changes["retention_days"] = args.retention_days
+    if args.query_log is not None:
+        changes["query_log"] = "" if args.query_log == "default" else args.query_log
     if args.recency_half_life is not None:
         from dataclasses import replace
 
@@ -690,6 +692,9 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("--owners", default=None, help="replaces the owners list (co-owners)")
     u.add_argument("--retention-days", type=int, default=None, metavar="DAYS",
                    help="keep questions asked here (and their feedback) this many days; 0 = until deleted")
+    u.add_argument("--query-log", default=None, choices=("default", "full", "anonymous", "off"),
+                   help="what the query log keeps of questions asked here (default: RAG_QUERY_LOG; a knowledge "
+                   "base may keep less than the deployment, never more)")
     u.add_argument("--recency-half-life", type=float, default=None, metavar="DAYS",
                    help="prefer newer documents: relevance blended with 0.5^(age/DAYS); 0 = off (the default)")
     u.add_argument("--answer-policy", default=None, choices=("default", "auto", "conservative", "model"),

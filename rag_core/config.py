@@ -174,6 +174,12 @@ class Settings(BaseSettings):
     # settings, model and access is served from the data folder until anything it depends on
     # changes. Off: every question is answered afresh (`ask --no-cache` for one question).
     answer_cache: bool = True
+    # What the query log keeps (rag_core/privacy.py): "full" (who asked, the question, the
+    # answer), "anonymous" (the same without who asked) or "off" (nothing, and nothing in the
+    # answer cache either). A knowledge base may ask for less, never for more.
+    query_log: Literal["full", "anonymous", "off"] = "full"
+    # Days any logged question is kept (0: until deleted or its knowledge base's own retention).
+    query_log_retention_days: int = Field(default=0, ge=0, le=36500)
     answer_cache_entries: int = Field(default=5000, ge=1, le=10_000_000)
     # An abstention lists this many passages that came nearest to answering (0 = none).
     closest_passages: int = Field(default=3, ge=0, le=10)

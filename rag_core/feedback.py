@@ -12,6 +12,7 @@ import pandas as pd
 from .db import Database
 from .errors import InputError
 from .models import Answer
+from .privacy import ANONYMOUS
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS queries (
@@ -328,20 +329,31 @@ class CallerFeedback:
     rate their own answers only; analytics over their own answers (admins: everyone's), with the
     names of the knowledge bases they can see (others read "(hidden)")."""
 
-    def __init__(self, log: FeedbackLog, caller, visible_kbs: dict[str, str], on_rated=None):
+    def __init__(self, log: FeedbackLog, caller, visible_kbs: dict[str, str], on_rated=None, level_of=None):
         self._log = log
+        # kb_ids -> the query log's level for a question asked in them (privacy.log_level)
+        self._level_of = level_of or (lambda kb_ids: "full")
         self.caller = caller
         self._names = visible_kbs
         # (query_id, rating, reason) after each rating: what retrieval learns from it
         # (retrieval/feedback_signals.py)
         self._on_rated = on_rated
 
-    def log_answer(self, answer: Answer, kb_ids: list[str], thread_id: str | None = None) -> str:
+    def log_answer(self, answer: Answer, kb_ids: list[str], thread_id: str | None = None) -> str | None:
+        """The answer's query id in the log; None when the query log is off for these knowledge
+        bases (nothing is written). Anonymous: the row records no user and no conversation."""
+        level = self._level_of(kb_ids)
+        if level == "off":
+            return None
+        if level == "anonymous":
+            return self._log.log_answer(answer, kb_ids, ANONYMOUS)
         return self._log.log_answer(answer, kb_ids, self.caller.user, thread_id=thread_id)
 
     def _mine(self, query_id: str) -> None:
         r = self._log.db.query_one("SELECT user FROM queries WHERE query_id=?", (query_id,))
-        if r is None or not (self.caller.admin or r["user"] == self.caller.user):
+        # An anonymous answer belongs to no one on record: whoever holds its query id (128
+        # random bits, handed only to the person who asked) may rate it, or no one could.
+        if r is None or not (self.caller.admin or r["user"] == self.caller.user or r["user"] == ANONYMOUS):
             raise InputError("that answer is not in the log")  # the same for "not yours"
 
     def owns(self, query_id: str) -> bool:

@@ -52,6 +52,9 @@ class KnowledgeBase:
     # Days the query log and feedback of questions asked here are kept (0: kept until deleted);
     # rag_core/privacy.py deletes older rows.
     retention_days: int = 0
+    # What the query log keeps of questions asked here (rag_core/privacy.py): "full",
+    # "anonymous" (not who asked) or "off" (nothing); "" = the deployment's RAG_QUERY_LOG.
+    query_log: str = ""
 
 
 @dataclass

@@ -78,7 +78,8 @@ def kb_row(kb) -> dict[str, Any]:
     """A knowledge base as the CLI's `kb list --json` and the API's /v1/knowledge-bases show it."""
     return {"kb_id": kb.kb_id, "name": kb.name, "description": kb.description, "tenant": kb.tenant,
             "owners": kb.owners, "users": kb.acl_users, "groups": kb.acl_groups,
-            "grounded_only": kb.grounded_only, "instructions": kb.instructions, "retention_days": kb.retention_days}
+            "grounded_only": kb.grounded_only, "instructions": kb.instructions, "retention_days": kb.retention_days,
+            "query_log": kb.query_log or "default"}
 
 
 def kb_listing(ws, kb, caller) -> dict[str, Any]:

@@ -57,7 +57,8 @@ class Workspace:
         from .privacy import purge_expired
 
         self._purged_at = time.time()
-        return purge_expired(self.db, {kb.kb_id: kb.retention_days for kb in self.appdb.list_kbs()})
+        return purge_expired(self.db, {kb.kb_id: kb.retention_days for kb in self.appdb.list_kbs()},
+                             everything=self.settings.query_log_retention_days)
 
     def _maybe_purge(self) -> None:
         from .privacy import PURGE_EVERY_S
@@ -209,7 +210,7 @@ class Workspace:
         documents already in it too: the policy reads the knowledge base at every question."""
         kb = self.writable_kb(name_or_id, caller=caller)
         allowed = {"name", "description", "instructions", "grounded_only", "retrieval", "acl_users", "acl_groups",
-                   "owners", "retention_days"}
+                   "owners", "retention_days", "query_log"}
         if caller.admin:
             allowed.add("tenant")  # moving a knowledge base between tenants is an admin's call
         unknown = set(changes) - allowed
@@ -218,6 +219,8 @@ class Workspace:
         new = replace(kb, **changes)
         if new.retention_days < 0:
             raise InputError("retention is a number of days ≥ 0 (0 = keep until deleted)")
+        if new.query_log not in ("", "full", "anonymous", "off"):
+            raise InputError("query log is one of full, anonymous, off (or empty: the deployment's setting)")
         if new.owners != kb.owners and not new.owners and not caller.admin:
             raise InputError("a knowledge base keeps at least one owner")
         self.appdb.update_kb(new, lambda other: access.can_see(caller, other))
@@ -297,7 +300,20 @@ class Workspace:
 
         self._maybe_purge()
         return CallerFeedback(self.feedback, caller, {kb.kb_id: kb.name for kb in self.list_kbs(caller=caller)},
-                              on_rated=self._rated)
+                              on_rated=self._rated, level_of=self._query_log_level)
+
+    def query_log_notice(self, *, caller: Caller) -> list[str]:
+        """What Analytics can show under the query-log levels in force, over the knowledge bases
+        this caller can see (privacy.log_notice)."""
+        from .privacy import log_notice
+
+        return log_notice(self.settings.query_log, self.list_kbs(caller=caller))
+
+    def _query_log_level(self, kb_ids: list[str]) -> str:
+        """What the query log keeps of a question asked in these knowledge bases (privacy.py)."""
+        from .privacy import log_level
+
+        return log_level(self.settings.query_log, [kb.query_log for k in kb_ids if (kb := self.appdb.find_kb(k))])
 
     def _rated(self, query_id: str, rating: int, reason: str | None) -> None:
         """After a rating: retrieval learns from it, and an answer rated wrong (or not in the
@@ -743,7 +759,8 @@ class Workspace:
         versions = self.appdb.content_versions([kb.kb_id for kb in kbs])  # read once: catalogue and key agree
         catalogue = self._catalogue(kbs, filters, versions)
         key = None
-        if self.settings.answer_cache and not no_cache and kbs:
+        # nothing the person asked is written where the query log is off: not the cache either
+        if self.settings.answer_cache and not no_cache and kbs and self._query_log_level([kb.kb_id for kb in kbs]) != "off":
             key = self._cache_key(kbs, filters, question, history, route, versions)
         return AnswerRequest(question=question, kbs=kbs, filters=filters, history=history, catalogue=catalogue,
                              route=route, cache_key=key)

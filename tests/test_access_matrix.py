@@ -105,6 +105,7 @@ CALLER_SCOPED = {"list_kbs", "create_kb", "conversations", "feedback_for", "last
                  "erase_user_data", "calibrate_answer_policy", "start_calibration", "calibration_status",
                  "reembed",  # admins only: tests/test_reembed.py
                  "cache_stats",  # admins only: below
+                 "query_log_notice",  # names only knowledge bases the caller sees: tests/test_privacy.py
                  "thread_kbs"}  # the caller's own conversation: below, with Bob asking of Alice's
 # process lifecycle, and retention: it applies each knowledge base's own setting (an owner's
 # choice, made through update_kb), not a caller's request

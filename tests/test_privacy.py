@@ -118,8 +118,94 @@ def test_cli_privacy_commands(tmp_path):
     run(data, "kb", "create", "kb")
     out = json.loads(run(data, "kb", "update", "kb", "--retention-days", "7", "--json").stdout)
     assert out["retention_days"] == 7
+    out = json.loads(run(data, "kb", "update", "kb", "--query-log", "anonymous", "--json").stdout)
+    assert out["query_log"] == "anonymous"
     assert json.loads(run(data, "privacy", "purge", "--json").stdout) == {"deleted_questions": 0}
     res = run(data, "privacy", "erase", "--of", "ann", "--user", "bob", ok=False)
     assert res.returncode != 0 and "admin" in res.stderr
     run(data, "privacy", "export", "--of", "ann", "--out", str(tmp_path / "ann.json"))
     assert json.loads((tmp_path / "ann.json").read_text())["questions"] == []
+
+
+# ---- the query log's level (RAG_QUERY_LOG and a knowledge base's query_log) ------------------
+def test_the_strictest_level_wins_and_a_knowledge_base_cannot_ask_for_more():
+    from rag_core.privacy import log_level
+
+    assert log_level("full", []) == "full"
+    assert log_level("full", ["", "anonymous"]) == "anonymous"
+    assert log_level("anonymous", ["full"]) == "anonymous"  # the deployment's is the most kept
+    assert log_level("full", ["anonymous", "off"]) == "off"
+    with pytest.raises(ValueError):
+        log_level("everything", [])
+
+
+def test_anonymous_questions_are_logged_without_who_asked_and_can_still_be_rated(ws):
+    ws.update_kb("short", caller=OP, query_log="anonymous")
+    qid = log(ws, ANN, "short", rating=1)
+    row = ws.db.query_one("SELECT user, question, thread_id FROM queries WHERE query_id=?", (qid,))
+    assert row["user"] == "" and row["thread_id"] is None and "short office" in row["question"]
+    assert ws.feedback_for(caller=ANN).rating_of(qid)[0] == 1
+    # nobody's "my questions": not Ann's, and her erasure cannot find it either
+    assert qid not in set(ws.feedback_for(caller=ANN).frame()["query_id"])
+    assert ws.erase_user_data("ann", caller=ADMIN)["questions"] == 0
+    # the other knowledge base still logs in full
+    full = log(ws, ANN, "long")
+    assert ws.db.query_one("SELECT user FROM queries WHERE query_id=?", (full,))["user"] == "ann"
+
+
+def test_with_the_log_off_nothing_the_person_asked_is_written(ws):
+    ws.update_kb("short", caller=OP, query_log="off")
+    before = count(ws, "queries")
+    a = ws.ask(["short"], "When does the short office open?", caller=ANN)
+    assert not a.abstained
+    assert ws.feedback_for(caller=ANN).log_answer(a, [ws.get_kb("short", caller=ANN).kb_id]) is None
+    assert count(ws, "queries") == before
+    # nor is the answer kept in the answer cache
+    req = ws.answer_request(["short"], "When does the short office open?", caller=ANN)
+    assert req.cache_key is None
+    assert ws.answer_request(["long"], "When does the long office open?", caller=ANN).cache_key is not None
+    # a question over both knowledge bases is as private as the stricter one
+    both = ws.ask(["short", "long"], "When do the offices open?", caller=ANN)
+    ids = [ws.get_kb(n, caller=ANN).kb_id for n in ("short", "long")]
+    assert ws.feedback_for(caller=ANN).log_answer(both, ids) is None
+
+
+def test_the_deployment_switch_turns_the_log_off_everywhere(tmp_path):
+    w = Workspace(get_settings(tmp_path / "data", llm_crag=False, query_log="off"))
+    try:
+        w.create_kb("k", caller=OP)
+        (tmp_path / "a.md").write_text("# A\n\nThe office opens at nine o'clock.\n")
+        w.ingest("k", [tmp_path / "a.md"], caller=OP)
+        w.update_kb("k", caller=OP, query_log="full")  # asks for more than the deployment: still off
+        a = w.ask(["k"], "When does the office open?", caller=ANN)
+        assert w.feedback_for(caller=ANN).log_answer(a, [w.get_kb("k", caller=ANN).kb_id]) is None
+        assert count(w, "queries") == 0
+        assert any("not logged" in n for n in w.query_log_notice(caller=ANN))
+    finally:
+        w.close()
+
+
+def test_the_analytics_notice_names_only_knowledge_bases_the_caller_sees(ws):
+    ws.create_kb("secret", caller=BOB, acl_users=["bob"])
+    ws.update_kb("secret", caller=BOB, query_log="off")
+    ws.update_kb("short", caller=OP, query_log="anonymous")
+    ann, bob = " ".join(ws.query_log_notice(caller=ANN)), " ".join(ws.query_log_notice(caller=BOB))
+    assert "secret" not in ann and "short" in ann
+    assert "secret" in bob
+    with pytest.raises(InputError):
+        ws.update_kb("short", caller=OP, query_log="everything")
+
+
+def test_the_query_log_has_a_retention_of_its_own(tmp_path):
+    w = Workspace(get_settings(tmp_path / "data", llm_crag=False, query_log_retention_days=7))
+    try:
+        w.create_kb("k", caller=OP)
+        (tmp_path / "k.md").write_text("# k\n\nThe k office opens at nine o'clock.\n")
+        w.ingest("k", [tmp_path / "k.md"], caller=OP)
+        old, recent = log(w, ANN, "k", days_ago=8), log(w, ANN, "k", days_ago=6)
+        assert w.purge_expired() == 1
+        ids = {r[0] for r in w.db.query("SELECT query_id FROM queries")}
+        assert old not in ids and recent in ids
+        assert count(w, "documents") == 1  # the documents are not the log's to purge
+    finally:
+        w.close()

@@ -72,6 +72,8 @@ class KnowledgeBaseUpdate(Strict):
     allow_groups: list[str] | None = None
     owners: list[str] | None = None
     retention_days: int | None = Field(default=None, ge=0, le=36500, description="query-log retention; 0 = keep")
+    query_log: Literal["full", "anonymous", "off", ""] | None = Field(
+        default=None, description="what the query log keeps of questions asked here; '' = the deployment's RAG_QUERY_LOG")
 
 
 class FeedbackRequest(Strict):

@@ -84,7 +84,7 @@ def update_kb(kb: str, body: KnowledgeBaseUpdate, request: Request, p: Principal
     current = ws.writable_kb(kb, caller=p.caller)
     names = {"name": "name", "description": "description", "instructions": "instructions",
              "grounded_only": "grounded_only", "allow_users": "acl_users", "allow_groups": "acl_groups",
-             "owners": "owners", "retention_days": "retention_days"}
+             "owners": "owners", "retention_days": "retention_days", "query_log": "query_log"}
     changes = {names[k]: v for k, v in body.model_dump(exclude_none=True, exclude={"retrieval"}).items()}
     if body.retrieval is not None:
         changes["retrieval"] = _retrieval(current.retrieval, body.retrieval)

@@ -221,3 +221,23 @@ def test_cors_allows_only_the_configured_origin(tmp_path):
         bad = httpx.options(f"{base}/v1/query", headers={"Origin": "https://evil.example",
                                                          "Access-Control-Request-Method": "POST"})
         assert bad.headers.get("access-control-allow-origin") != "https://evil.example"
+
+
+def test_a_knowledge_base_with_its_query_log_off_records_nothing_over_http(client):
+    alice = client("alice")
+    body = {"question": "What is the launch code of project Papaya?", "knowledge_bases": ["alice-private"]}
+    r = alice.patch("/v1/knowledge-bases/alice-private", json={"query_log": "off"})
+    assert r.status_code == 200 and r.json()["query_log"] == "off"
+    try:
+        a = alice.post("/v1/query", json=body).json()
+        assert "4471" in a["answer"] and a["query_id"] is None  # answered, not recorded
+        again = alice.post("/v1/query", json=body).json()
+        assert not again["cached"]  # nor kept in the answer cache
+        r = alice.patch("/v1/knowledge-bases/alice-private", json={"query_log": "anonymous"})
+        anon = alice.post("/v1/query", json=body).json()
+        assert anon["query_id"]
+        assert alice.post("/v1/feedback", json={"query_id": anon["query_id"], "rating": 1}).status_code == 200
+        bad = alice.patch("/v1/knowledge-bases/alice-private", json={"query_log": "everything"})
+        assert bad.status_code == 422
+    finally:
+        assert alice.patch("/v1/knowledge-bases/alice-private", json={"query_log": ""}).json()["query_log"] == "default"
