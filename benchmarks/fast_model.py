@@ -75,6 +75,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data-dir", required=True, help="a data folder holding the SQuAD knowledge base")
     ap.add_argument("--n", type=int, default=8)
+    ap.add_argument("--setups", default="", help="comma-separated setup names' first words to run (default: all)")
+    ap.add_argument("--out", default="fast_model_ttft", help="the results' file stem")
     args = ap.parse_args()
     data = json.loads((SQUAD / "dev-v2.0-reconstructed.json").read_text())
     items = examples(data, args.n, seed=1)
@@ -86,6 +88,8 @@ def main() -> None:
         "fast 0.5B beside the 1.5B answer model": {"llm_gguf": big, "llm_fast_gguf": small},
         "0.5B alone": {"llm_gguf": small},
     }
+    wanted = [w.strip() for w in args.setups.split(",") if w.strip()]
+    setups = {k: v for k, v in setups.items() if not wanted or any(k.startswith(w) for w in wanted)}
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
         for f in Path(args.data_dir).glob("groundwork.db*"):
@@ -93,7 +97,7 @@ def main() -> None:
         for name, s in setups.items():
             out[name] = run(Path(tmp), items, **s)
             print(name, json.dumps({k: v for k, v in out[name].items() if k != "rows"}), flush=True)
-    path = Path(__file__).resolve().parent / "results" / "fast_model_ttft.json"
+    path = Path(__file__).resolve().parent / "results" / f"{args.out}.json"
     path.write_text(json.dumps(out, indent=1) + "\n")
 
 
