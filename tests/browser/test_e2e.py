@@ -157,6 +157,8 @@ def ask_in_chat(page, question: str):
     by the question's own message, once one more message shows it than before sending; counting
     messages after a pause mistook a conversation still drawing on a busy machine for a
     finished one."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     messages = page.locator("[data-testid=stChatMessage]")
     box = page.get_by_placeholder("Ask a question about your documents")
     box.wait_for()
@@ -164,9 +166,25 @@ def ask_in_chat(page, question: str):
     before = len(messages.evaluate_all(showing, question))
     box.fill(question)
     box.press("Enter")
-    page.wait_for_function(
-        """([q, n]) => [...document.querySelectorAll('[data-testid=stChatMessage]')]
-                        .filter(e => e.innerText.includes(q)).length > n""", arg=[question, before], timeout=120_000)
+    # The question shows once the page's rerun draws it. Under load that rerun can take minutes
+    # while an ingest job shares the cores, so the wait follows the app: it goes on while the app
+    # is running, and sends the question again only when the app is idle and the box still
+    # holds it, unsent (an Enter that landed while a rerun replaced the box is lost; a sent
+    # question empties the box). Up to 10 minutes in all.
+    deadline = time.monotonic() + 600
+    while True:
+        try:
+            page.wait_for_function(
+                """([q, n]) => [...document.querySelectorAll('[data-testid=stChatMessage]')]
+                                .filter(e => e.innerText.includes(q)).length > n""", arg=[question, before],
+                timeout=20_000)
+            break
+        except PlaywrightTimeout:
+            if time.monotonic() > deadline:
+                raise
+            running = page.locator("[data-testid=stStatusWidget]").is_visible()
+            if not running and box.is_visible() and box.input_value() == question:
+                box.press("Enter")
     return messages.nth(messages.evaluate_all(showing, question)[-1] + 1)
 
 
