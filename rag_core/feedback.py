@@ -380,6 +380,25 @@ class CallerFeedback:
         r = self._log.db.query_one("SELECT kb_ids FROM queries WHERE query_id=?", (query_id,))
         return json.loads(r["kb_ids"]) if r else []
 
+    def history(self, limit: int = 50, offset: int = 0) -> dict:
+        """The caller's own logged questions, newest first (admins too: their own), with each
+        answer's scores and rating. Anonymous questions are no one's on record and are not here."""
+        db = self._log.db
+        total = db.query_one("SELECT COUNT(*) FROM queries WHERE user IS ?", (self.caller.user,))[0]
+        rows = db.query(
+            "SELECT q.query_id, q.ts, q.kb_ids, q.question, q.answer, q.abstained, q.mode, q.grounding, "
+            "q.answers_question, q.confidence, q.route, q.cached, f.rating, f.reason, f.comment FROM queries q "
+            "LEFT JOIN feedback f ON f.query_id=q.query_id WHERE q.user IS ? ORDER BY q.ts DESC LIMIT ? OFFSET ?",
+            (self.caller.user, int(limit), int(offset)))
+        items = [{
+            "query_id": r["query_id"], "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(r["ts"])),
+            "knowledge_bases": [self._names.get(k, "(hidden)") for k in json.loads(r["kb_ids"])],
+            "question": r["question"], "answer": r["answer"], "abstained": bool(r["abstained"]), "mode": r["mode"],
+            "grounding_score": r["grounding"], "answers_question": r["answers_question"],
+            "confidence": r["confidence"], "route": r["route"], "cached": bool(r["cached"]),
+            "rating": r["rating"], "reason": r["reason"], "comment": r["comment"]} for r in rows]
+        return {"total": total, "limit": int(limit), "offset": int(offset), "queries": items}
+
     def frame(self) -> pd.DataFrame:
         df = self._log.frame(self._names, unknown="(hidden)")
         if not self.caller.admin:

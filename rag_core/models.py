@@ -304,6 +304,12 @@ class Answer:
     # Served from the answer cache (rag_core/answer_cache.py), first computed at `cached_at` (ISO, UTC).
     cached: bool = False
     cached_at: str = ""
+    # The passages the answer was made from (an abstention: those it read), each {"n",
+    # "chunk_id", "doc_id", "kb_id", "source", "score", "cited"}: what an API client audits.
+    sources: list[dict] = field(default_factory=list)
+    # Tokens each model read and wrote for this answer: {model: {"input_tokens",
+    # "output_tokens", "total_tokens"}} ({} offline, and for an answer served from the cache).
+    usage: dict[str, dict] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

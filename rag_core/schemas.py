@@ -62,6 +62,11 @@ class AnswerOut(BaseModel):
     plan: dict[str, Any] = Field(default_factory=dict)
     cached: bool = False  # served from the answer cache; `cached_at`: when it was first computed (UTC)
     cached_at: str = ""
+    # What the answer was made with: the models (and the answer policy), the passages read or
+    # cited (ids, scores), and each model's tokens in and out ({} offline or from the cache)
+    models: dict[str, str] = Field(default_factory=dict)
+    sources: list[dict[str, Any]] = Field(default_factory=list)
+    usage: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     @classmethod
     def of(cls, a: Answer, id: Any = None, **extra: Any) -> AnswerOut:
@@ -71,7 +76,8 @@ class AnswerOut(BaseModel):
                    mode=a.mode, claims=[c.to_dict() for c in a.claims], invalid_citations=a.invalid_citations,
                    timings_ms=a.timings_ms, closest=[CitationOut.of(c) for c in a.closest], conflicts=a.conflicts,
                    decided_by=a.decided_by, policy=a.policy, signals=a.signals, language=a.language,
-                   route=a.route, plan=a.plan, cached=a.cached, cached_at=a.cached_at, **extra)
+                   route=a.route, plan=a.plan, cached=a.cached, cached_at=a.cached_at, models=a.models,
+                   sources=a.sources, usage=a.usage, **extra)
 
 
 def kb_row(kb) -> dict[str, Any]:

@@ -683,7 +683,7 @@ class Workspace:
         return out
 
     def _cache_key(self, kbs: list[KnowledgeBase], filters: SearchFilters, question: str, history, route,
-                   versions: dict[str, int]) -> str:
+                   versions: dict[str, int], options=None) -> str:
         """The answer cache's key for this caller (answer_cache.py says what goes in)."""
         from dataclasses import asdict
 
@@ -710,6 +710,7 @@ class Workspace:
             "question": normalise_question(question),
             "history": [[r, t] for r, t in (history or [])],
             "route": route,
+            "options": asdict(options) if options is not None else None,
             "kbs": [{**asdict(kb), "created_at": None} for kb in sorted(kbs, key=lambda k: k.kb_id)],
             "scope": {"doc_ids": sorted(filters.doc_ids) if filters.doc_ids is not None else None,
                       "after": filters.after, "before": filters.before, "tenant": filters.tenant},
@@ -741,19 +742,36 @@ class Workspace:
 
     def answer_request(self, kb_names: list[str], question: str, history=None, doc_ids: list[str] | None = None,
                        *, caller: Caller, after: str | None = None, before: str | None = None,
-                       route: str | None = None, no_cache: bool = False):
+                       route: str | None = None, no_cache: bool = False, options=None):
         """What the answer chain runs for this caller: only knowledge bases it may see reach the
         chain (their instructions go into the prompt), and their filters. `doc_ids` scopes the
         question to chosen documents of these knowledge bases, `after`/`before` to documents
         dated in that range (the store applies both inside the query, like the access filter).
         The catalogue the planner may name is the caller's too; `route` overrides the planner
-        ("search" for "search instead"); `no_cache` (or RAG_ANSWER_CACHE=false) answers afresh."""
+        ("search" for "search instead"); `no_cache` (or RAG_ANSWER_CACHE=false) answers afresh.
+        `options` (generation.steps.AnswerOptions) are the request's own settings; its
+        `kb_weights` are keyed by knowledge-base name or id here, and only those in the request
+        count (a weight on any other reads as an unknown knowledge base)."""
+        from dataclasses import replace as _replace
+
         from .generation.chain import AnswerRequest
         from .generation.planner import ROUTES
+        from .generation.steps import AnswerOptions
 
         if route is not None and route not in ROUTES:
             raise InputError(f"route must be one of {', '.join(ROUTES)}")
         kbs = self.resolve_kbs(kb_names, caller=caller)
+        options = options or AnswerOptions()
+        if options.kb_weights:
+            by_name = {**{kb.name.casefold(): kb.kb_id for kb in kbs}, **{kb.kb_id.casefold(): kb.kb_id for kb in kbs}}
+            unknown = [k for k in options.kb_weights if k.casefold() not in by_name]
+            if unknown:
+                raise InputError(f"kb_weights names a knowledge base not in this request: {', '.join(unknown)}")
+            if any(not (0 <= w <= 100) for w in options.kb_weights.values()):
+                raise InputError("kb_weights are numbers from 0 (leave out) to 100")
+            options = _replace(options, kb_weights={by_name[k.casefold()]: float(w) for k, w in options.kb_weights.items()})
+        if options.grounded_only:  # a request may ask for grounded-only; it never relaxes an owner's
+            kbs = [_replace(kb, grounded_only=True) for kb in kbs]
         filters = date_range(self.search_filters(kbs, doc_ids, caller=caller), after, before)
         history = list(history or [])
         versions = self.appdb.content_versions([kb.kb_id for kb in kbs])  # read once: catalogue and key agree
@@ -761,16 +779,17 @@ class Workspace:
         key = None
         # nothing the person asked is written where the query log is off: not the cache either
         if self.settings.answer_cache and not no_cache and kbs and self._query_log_level([kb.kb_id for kb in kbs]) != "off":
-            key = self._cache_key(kbs, filters, question, history, route, versions)
+            key = self._cache_key(kbs, filters, question, history, route, versions, options)
         return AnswerRequest(question=question, kbs=kbs, filters=filters, history=history, catalogue=catalogue,
-                             route=route, cache_key=key)
+                             route=route, cache_key=key, options=options)
 
     def ask(self, kb_names: list[str], question: str, history=None, doc_ids: list[str] | None = None,
             *, caller: Caller, after: str | None = None, before: str | None = None,
-            route: str | None = None, no_cache: bool = False):
+            route: str | None = None, no_cache: bool = False, options=None):
         """One verified Answer (DESIGN.md §3)."""
         return self.answers.answer(self.answer_request(kb_names, question, history, doc_ids, caller=caller,
-                                                       after=after, before=before, route=route, no_cache=no_cache))
+                                                       after=after, before=before, route=route, no_cache=no_cache,
+                                                       options=options))
 
     # ---- the answer policy -------------------------------------------------------------
     def answer_policy(self, *, caller: Caller, kb_names: list[str] | None = None) -> dict:

@@ -65,7 +65,7 @@ def check_length(ws, text: str, what: str) -> None:
 def prepare(ws, caller: Caller, question: str, kb_names: list[str], doc_ids: list[str] | None = None,
             thread_id: str | None = None, history: list[tuple[str, str]] | None = None, *,
             after: str | None = None, before: str | None = None, route: str | None = None,
-            no_cache: bool = False) -> Question:
+            no_cache: bool = False, options=None) -> Question:
     """The chain's request. With a thread, its saved messages are the history (a thread that is
     not the caller's is "not found"); otherwise `history` (an OpenAI client's earlier turns)."""
     check_length(ws, question, "question")
@@ -75,7 +75,7 @@ def prepare(ws, caller: Caller, question: str, kb_names: list[str], doc_ids: lis
         msgs = ws.conversations(caller=caller).messages(thread_id)
         history = [(m["role"], m["content"] if m["role"] == "user" else m["answer"].text) for m in msgs]
     req = ws.answer_request(kb_names, question, history=history, doc_ids=doc_ids, caller=caller, after=after,
-                            before=before, route=route, no_cache=no_cache)
+                            before=before, route=route, no_cache=no_cache, options=options)
     return Question(req, caller, thread_id)
 
 

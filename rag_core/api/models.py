@@ -26,6 +26,19 @@ class QueryRequest(Strict):
     route: Literal["search", "document", "compare"] | None = Field(
         default=None, description="the route instead of the planner's ('search' = search instead)")
     no_cache: bool = Field(default=False, description="answer afresh, not from the answer cache")
+    top_k: int | None = Field(default=None, ge=1, le=50, description="passages per answer (default: the knowledge bases')")
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0, description="the model's sampling temperature")
+    max_tokens: int | None = Field(default=None, ge=1, le=8192, description="the most tokens the model may write")
+    kb_weights: dict[str, float] | None = Field(
+        default=None, description="knowledge base (name or id) → factor on its passages' scores; 0 leaves it out")
+    grounded_only: bool = Field(default=False, description="only sentences the sources support (never switches "
+                                "off an owner's grounded-only)")
+
+    def options(self):
+        from ..generation.steps import AnswerOptions
+
+        return AnswerOptions(top_k=self.top_k, temperature=self.temperature, max_tokens=self.max_tokens,
+                             kb_weights=dict(self.kb_weights or {}), grounded_only=self.grounded_only)
 
 
 class SearchRequest(Strict):

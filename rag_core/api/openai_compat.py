@@ -62,6 +62,10 @@ class ChatCompletionRequest(BaseModel):
     model: str = Field(min_length=1)
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
+    # passed to the model that writes the answer (max_completion_tokens is OpenAI's newer name)
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(default=None, ge=1, le=8192)
+    max_completion_tokens: int | None = Field(default=None, ge=1, le=8192)
 
 
 def _text(content) -> str:
@@ -124,8 +128,11 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, p: Pri
     ws = ws_of(request)
     metrics = request.app.state.metrics
     question, history = _history(body.messages)
+    from ..generation.steps import AnswerOptions
+
+    options = AnswerOptions(temperature=body.temperature, max_tokens=body.max_completion_tokens or body.max_tokens)
     q = await anyio.to_thread.run_sync(lambda: answering.prepare(
-        ws, p.caller, question, [_kb_name(body.model)], history=history))
+        ws, p.caller, question, [_kb_name(body.model)], history=history, options=options))
     cid, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
 
     def extra(a: Answer, qid: str) -> dict:
@@ -137,7 +144,7 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, p: Pri
         return {"id": cid, "object": "chat.completion", "created": created, "model": body.model,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
                              "finish_reason": "stop"}],
-                "usage": _usage(question, history, content), "groundwork": extra(answer, qid)}
+                "usage": _usage(question, history, content, answer), "groundwork": extra(answer, qid)}
 
     def chunk(delta: dict, finish: str | None = None, **more) -> bytes:
         payload = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": body.model,
@@ -168,7 +175,8 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, p: Pri
                     if _norm(shown) != _norm(a.text):  # a.text is balanced (generation/record.py)
                         tail += ("\n\n— checked answer —\n\n" if shown.strip() else "") + a.text
                     tail += sources_block(a)
-                    yield chunk({"content": tail} if tail else {}, "stop", groundwork=extra(a, qid))
+                    yield chunk({"content": tail} if tail else {}, "stop", groundwork=extra(a, qid),
+                                usage=_usage(question, history, sent + tail, a))
         except Exception as exc:  # noqa: BLE001 - the status line is sent: say so in the stream
             yield f"data: {json.dumps(error_payload(exc))}\n\n".encode()
         yield b"data: [DONE]\n\n"
@@ -181,8 +189,13 @@ def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def _usage(question: str, history, content: str) -> dict:
-    # Word-piece counts would need the tokenizer per request; OpenAI clients only display these.
+def _usage(question: str, history, content: str, answer: Answer | None = None) -> dict:
+    """The tokens the models read and wrote for this answer, as they counted them; offline (or
+    from the cache: no model ran) the words of the question, history and reply stand in."""
+    if answer is not None and answer.usage:
+        prompt = sum(int(u.get("input_tokens", 0)) for u in answer.usage.values())
+        done = sum(int(u.get("output_tokens", 0)) for u in answer.usage.values())
+        return {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
     prompt = len(question.split()) + sum(len(t.split()) for _, t in history)
     done = len(content.split())
     return {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}

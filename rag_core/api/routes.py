@@ -12,7 +12,7 @@ from dataclasses import asdict
 from fastapi import APIRouter, Depends, File, Request, UploadFile
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 
-from ..errors import NotFound
+from ..errors import InputError, NotFound
 from ..models import RetrievalSettings
 from ..schemas import AnswerOut, kb_listing
 from . import answering
@@ -210,7 +210,7 @@ async def query(body: QueryRequest, request: Request, p: Principal = READ):
     metrics = request.app.state.metrics
     q = await anyio.to_thread.run_sync(lambda: answering.prepare(
         ws, p.caller, body.question, body.knowledge_bases, body.documents, body.thread_id,
-        after=body.after, before=body.before, route=body.route, no_cache=body.no_cache))
+        after=body.after, before=body.before, route=body.route, no_cache=body.no_cache, options=body.options()))
     if not body.stream:
         answer, qid = await answering.answer_in_turn(ws, q, metrics)
         return AnswerOut.of(answer, qid, query_id=qid, thread_id=q.thread_id).model_dump()
@@ -228,6 +228,15 @@ async def query(body: QueryRequest, request: Request, p: Principal = READ):
 
     return StreamingResponse(stream(), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+@router.get("/queries", tags=["answers"])
+def my_queries(request: Request, limit: int = 50, offset: int = 0, p: Principal = READ):
+    """The caller's own questions, newest first, with each answer's scores and rating
+    (`limit` ≤ 200). Nobody else's: an admin's are their own too (Analytics shows everyone's)."""
+    if not (1 <= limit <= 200) or offset < 0:
+        raise InputError("limit is 1 to 200 and offset ≥ 0")
+    return ws_of(request).feedback_for(caller=p.caller).history(limit, offset)
 
 
 @router.post("/search", tags=["answers"])

@@ -35,8 +35,10 @@ import time
 from dataclasses import replace
 from typing import Any, Iterator
 
+from langchain_core.callbacks import UsageMetadataCallbackHandler
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.runnables import RunnableConfig, RunnableGenerator, RunnableLambda
+from langchain_core.runnables.config import merge_configs
 
 from ..config import Settings
 from ..embeddings import MINILM_ID, bundled_embedder
@@ -96,6 +98,7 @@ class AnswerEngine:
         self.kit = Kit(settings=settings, store=store, retrieval=retrieval, retriever=GroundworkRetriever(pipeline=retrieval),
                        embedder=embedder, reader=self.reader, extractive=self.extractive,
                        verifier=Verifier(reader=self.reader, idf=idf, embed=selection.embed_array), llm=llm, fast=fast,
+                       chat=chat,
                        locate_page=locate_page)
         self.planner = Planner(llm=fast if settings.planner_asks_model else None)
         self.cache = cache  # answer_cache.AnswerCache, or None
@@ -143,14 +146,17 @@ class AnswerEngine:
                 first = hit.timings_ms.get("total")
                 hit.question = req.question
                 hit.timings_ms = {"cache": ms(t), "total": ms(t), **({"first_total": first} if first else {})}
+                hit.usage = {}  # served without a model call
                 if not hit.abstained:
                     yield AnswerEvent("token", hit.text)
                 yield AnswerEvent("answer", answer=hit)
                 return
         final = None
-        for ev in self.pipeline.stream(req, config):
+        usage = UsageMetadataCallbackHandler()  # tokens per model, for the answer's metadata
+        for ev in self.pipeline.stream(req, merge_configs(config, {"callbacks": [usage]})):
             if ev.kind == "answer":
                 final = ev.answer
+                final.usage = {m: dict(u) for m, u in usage.usage_metadata.items()}
             yield ev
         if use_cache and final is not None and not {"llm_error", "llm_cut"} & set(final.models):
             self.cache.put(req.cache_key, final)
@@ -169,8 +175,10 @@ class AnswerEngine:
 
     def _condense(self, req: AnswerRequest, config: RunnableConfig) -> Turn:
         t = time.perf_counter()
-        turn = Turn(req=req, standalone=req.question.strip(), settings=merged_settings(req.kbs), t0=t,
-                    models=self._models())
+        settings = merged_settings(req.kbs)
+        if req.options.top_k:
+            settings = replace(settings, top_k=req.options.top_k)
+        turn = Turn(req=req, standalone=req.question.strip(), settings=settings, t0=t, models=self._models())
         question = turn.standalone
         langs = req.filters.languages
         language = question_language(question, langs[0] if langs else "en")

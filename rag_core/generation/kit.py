@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.messages.utils import trim_messages
+from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables.config import merge_configs
 
@@ -73,6 +74,7 @@ class Kit:
     extractive: Any  # extractive.ExtractiveAnswerer
     verifier: Any  # grounding.verify.Verifier
     llm: Any = None  # chat model | StrOutputParser, or None offline
+    chat: Any = None  # the chat model itself (a request's own temperature and output budget bind to it)
     fast: Any = None  # the fast model for the small steps (the answer model when none is set)
     locate_page: Callable | None = None
     # seconds to the model's first visible words, last answers first: the estimate reading_note shows
@@ -81,6 +83,13 @@ class Kit:
     @property
     def generator(self):
         return (PROMPT | self.llm).with_config(run_name="generate") if self.llm is not None else None
+
+    def generator_for(self, turn: Turn):
+        """The generator with the request's own temperature and output budget, where it sets them."""
+        kwargs = turn.req.options.model_kwargs()
+        if not kwargs or self.chat is None:
+            return self.generator
+        return (PROMPT | self.chat.bind(**kwargs) | StrOutputParser()).with_config(run_name="generate")
 
     def llm_ok(self, turn: Turn) -> bool:
         return self.llm is not None and "llm_error" not in turn.models
@@ -124,7 +133,8 @@ class Kit:
         task = EVIDENCE_TASK if reminder is None and self.settings.llm_evidence and not self.settings.llm_gguf else None
         value = self.prompt_value(turn, sources, task=task, reminder=reminder, windows=windows)
         yield AnswerEvent("status", self.reading_note(len(sources), turn.language))
-        written = yield from self.stream_text(self.generator, value, config, cancel=turn.req.cancel)
+        written = yield from self.stream_text(self.generator_for(turn), value, config, cancel=turn.req.cancel,
+                                              max_tokens=turn.req.options.max_tokens)
         removed = instructions_left_out(sources)  # recorded with the answer
         return Written(written, written.cut, written.evidence, removed) if removed else written
 
@@ -140,7 +150,7 @@ class Kit:
             note += " " + ui_text("first_words", language, s=str(max(1, round(typical))))
         return note
 
-    def stream_text(self, runnable, value, config, cancel=None) -> Iterator[AnswerEvent]:
+    def stream_text(self, runnable, value, config, cancel=None, max_tokens: int | None = None) -> Iterator[AnswerEvent]:
         """Stream the model's text, stopped by the StreamGuard when it loops, echoes the prompt's
         markup, runs past the length limit (what was written before stands, with a notice, and
         the returned `Written.cut` says why) or past the time limit (AnswerTimeLimit: the
@@ -148,7 +158,7 @@ class Kit:
         EVIDENCE_TASK) is never shown: its quotes come back in `Written.evidence`. A set `cancel`
         (AnswerRequest.cancel) ends the stream at its next piece: AnswerCancelled."""
         s = self.settings
-        guard = StreamGuard(s.llm_max_tokens * CHARS_PER_TOKEN, s.llm_answer_seconds)
+        guard = StreamGuard((max_tokens or s.llm_max_tokens) * CHARS_PER_TOKEN, s.llm_answer_seconds)
         sent, started = "", time.perf_counter()
         hangup = _Hangup(cancel)
         config = merge_configs(config, {"callbacks": [hangup]})

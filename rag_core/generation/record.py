@@ -53,6 +53,7 @@ def answer(kit: Kit, draft: Draft, checked: Checked, decision: Decision, sig: Si
         revised=checked.revised, auto_cited=checked.auto_cited, below_threshold=ctx.below_threshold,
         conflicts=[c for c in shown if c], decided_by=decision.decided_by, policy=ctx.policy.name,
         signals={**sig.record(), **info}, highlight=draft.highlight,
+        sources=used(checked.sources, {c.chunk_id for c in res.citations}),
     )
 
 
@@ -91,8 +92,15 @@ def abstention(kit: Kit, ctx: Context, decision: Decision, sig: Signals, offer=(
         mode=decision.mode, models=turn.models, timings_ms={**turn.timings, "total": ms(turn.t0)},
         standalone_question=turn.standalone, below_threshold=ctx.below_threshold, closest=closest,
         decided_by=decision.decided_by, policy=ctx.policy.name if ctx.policy else "",
-        signals={**sig.record(), **extra}, language=lang,
+        signals={**sig.record(), **extra}, language=lang, sources=used(ctx.sources, set()),
     )
+
+
+def used(sources: list[ScoredChunk], cited: set[str]) -> list[dict]:
+    """The passages an answer was made from, as its metadata lists them."""
+    return [{"n": n, "chunk_id": s.chunk.chunk_id, "doc_id": s.chunk.doc_id, "kb_id": s.chunk.kb_id,
+             "source": s.chunk.source, "score": round(float(s.score), 4), "cited": s.chunk.chunk_id in cited}
+            for n, s in enumerate(sources, 1)]
 
 
 def _offered(n: int, sentence: str, src: ScoredChunk) -> Citation:

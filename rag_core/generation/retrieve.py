@@ -48,6 +48,8 @@ def retrieve(kit: Kit, turn: Turn, config) -> Context:
     sources, info = runs[0]
     if len(runs) > 1:
         sources = rrf_merge([r for r, _ in runs], turn.settings.top_k)
+    if turn.req.options.kb_weights:
+        sources = weighted(sources, turn.req.options.kb_weights)
     timings = {f"retrieve_{k}": v for k, v in info.get("timings_ms", {}).items()}
     turn = timed(turn, **timings, retrieve=ms(t))
     if turn.route.kind == "document" and not info.get("lookup_source"):
@@ -56,6 +58,15 @@ def retrieve(kit: Kit, turn: Turn, config) -> Context:
                    lookup_chunks=int(info.get("lookup_chunks") or 0),
                    best=max((s.scores.get("rerank", s.score) for s in sources), default=0.0),
                    below_threshold=int(info.get("below_threshold") or 0))
+
+
+def weighted(sources: list[ScoredChunk], weights: dict[str, float]) -> list[ScoredChunk]:
+    """A request's knowledge-base weights: each passage's score times its knowledge base's
+    weight (1 where none is given), in that order; weight 0 leaves that knowledge base's
+    passages out. The unweighted score stays in `scores`."""
+    out = [replace(s, score=s.score * weights.get(s.chunk.kb_id, 1.0),
+                   scores={**s.scores, "unweighted": s.score}) for s in sources if weights.get(s.chunk.kb_id, 1.0) > 0]
+    return sorted(out, key=lambda s: -s.score)
 
 
 def paraphrases(kit: Kit, question: str, config) -> list[str]:

@@ -17,6 +17,22 @@ from ..models import Answer, Claim, KnowledgeBase, RetrievalSettings, ScoredChun
 from .planner import CatalogueEntry, Route
 
 
+@dataclass(frozen=True)
+class AnswerOptions:
+    """One request's own settings (the API's per-request options): passages per answer, the
+    model's temperature and output budget, weights on the knowledge bases' passages
+    (kb_id → factor on their scores) and grounded-only. None / empty: the settings in force."""
+
+    top_k: int | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    kb_weights: dict[str, float] = field(default_factory=dict)
+    grounded_only: bool = False
+
+    def model_kwargs(self) -> dict:
+        return {k: v for k, v in (("temperature", self.temperature), ("max_tokens", self.max_tokens)) if v is not None}
+
+
 @dataclass
 class AnswerRequest:
     question: str
@@ -32,6 +48,7 @@ class AnswerRequest:
     # piece. Closing the chain's generator is not enough: LangChain's stream drains its input for
     # tracing on GeneratorExit, which reads the model to its end.
     cancel: Any = field(default=None, compare=False, repr=False)  # threading.Event | None
+    options: AnswerOptions = field(default_factory=AnswerOptions)
 
 
 @dataclass(frozen=True)

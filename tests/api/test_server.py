@@ -241,3 +241,54 @@ def test_a_knowledge_base_with_its_query_log_off_records_nothing_over_http(clien
         assert bad.status_code == 422
     finally:
         assert alice.patch("/v1/knowledge-bases/alice-private", json={"query_log": ""}).json()["query_log"] == "default"
+
+
+def test_per_request_options_and_the_answers_metadata_over_http(client):
+    alice = client("alice")
+    body = {"question": "How many vacation days do staff get?", "knowledge_bases": ["handbook", "alice-private"],
+            "no_cache": True}
+    a = alice.post("/v1/query", json=body).json()
+    assert a["models"]["embedding"] and a["models"]["reader"] and a["usage"] == {}  # offline: no model tokens
+    assert a["sources"] and all({"chunk_id", "doc_id", "kb_id", "score", "cited"} <= set(s) for s in a["sources"])
+    assert any(s["cited"] for s in a["sources"]) and a["timings_ms"]["total"] > 0
+    one = alice.post("/v1/query", json={**body, "top_k": 1}).json()
+    assert len(one["sources"]) == 1
+    weighted = alice.post("/v1/query", json={**body, "kb_weights": {"handbook": 0}}).json()
+    assert {s["source"] for s in weighted["sources"]} <= {"papaya.md"}
+    grounded = alice.post("/v1/query", json={**body, "grounded_only": True}).json()
+    assert "25" in grounded["answer"]
+    for bad in ({"top_k": 0}, {"temperature": 3}, {"max_tokens": 0}, {"kb_weights": {"handbook": -1}}):
+        r = alice.post("/v1/query", json={**body, **bad})
+        assert r.status_code in (400, 422), (bad, r.status_code)
+    # a weight on a knowledge base the caller cannot see reads like one that does not exist
+    hidden = alice.post("/v1/query", json={**body, "kb_weights": {"acme-secrets": 2}})
+    missing = alice.post("/v1/query", json={**body, "kb_weights": {"no-such-kb": 2}})
+    assert hidden.status_code == missing.status_code == 400
+    assert hidden.text.replace("acme-secrets", "X") == missing.text.replace("no-such-kb", "X")
+
+
+def test_the_query_history_is_the_callers_own(client):
+    alice, bob = client("alice"), client("bob")
+    q = "When does the office open?"
+    mine = alice.post("/v1/query", json={"question": q, "knowledge_bases": ["handbook"], "no_cache": True}).json()
+    alice.post("/v1/feedback", json={"query_id": mine["query_id"], "rating": 1})
+    page = alice.get("/v1/queries", params={"limit": 200}).json()
+    ids = [x["query_id"] for x in page["queries"]]
+    assert mine["query_id"] in ids and page["total"] >= len(ids)
+    row = page["queries"][ids.index(mine["query_id"])]
+    assert row["question"] == q and row["rating"] == 1 and row["knowledge_bases"] == ["handbook"]
+    times = [x["time"] for x in page["queries"]]
+    assert times == sorted(times, reverse=True)  # newest first
+    assert mine["query_id"] not in [x["query_id"] for x in bob.get("/v1/queries").json()["queries"]]
+    assert mine["query_id"] not in [x["query_id"] for x in client("admin").get("/v1/queries").json()["queries"]]
+    assert alice.get("/v1/queries", params={"limit": 1}).json()["queries"][0]["query_id"] == ids[0]
+    assert alice.get("/v1/queries", params={"limit": 500}).status_code in (400, 422)
+
+
+def test_chat_completions_take_temperature_and_max_tokens(client):
+    r = client("alice").post("/v1/chat/completions", json={
+        "model": "groundwork/handbook", "temperature": 0.2, "max_tokens": 50,
+        "messages": [{"role": "user", "content": "When does the office open?"}]})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["usage"]["total_tokens"] > 0 and body["groundwork"]["sources"]
