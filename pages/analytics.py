@@ -9,7 +9,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from pages.common import caller, toast_and_rerun, workspace
+from pages.common import caller, friendly_errors, toast_and_rerun, workspace
 from rag_core.feedback import FeedbackLog
 from rag_core.gaps import MIN_JUDGED
 from rag_core.render import escape_md
@@ -21,6 +21,31 @@ me = caller()
 log = FeedbackLog  # the frame helpers (pure functions of a frame)
 # A user's analytics are their own answers (admins see everyone's); knowledge bases the caller
 # cannot see are named "(hidden)".
+if me.admin:  # alert rules that fire show first, before anything else on the page
+    for rule in ws.firing_alerts(caller=me):
+        st.error(escape_md(f"Alert: {rule.describe()}.").join((":material/notifications_active: ", "")))
+if me.admin:
+    with st.expander("Alert rules"):
+        from rag_core.alerts import METRICS
+
+        for rule in ws.alert_rules(caller=me):
+            c1, c2 = st.columns([5, 1])
+            state = "FIRING" if rule.firing else "ok"
+            c1.markdown(escape_md(f"{state} · {rule.metric} > {rule.threshold} over {rule.window_minutes} min"
+                                  + (f" · webhook {rule.webhook}" if rule.webhook else "")))
+            if c2.button("Delete", key=f"del_rule_{rule.rule_id}"):
+                ws.delete_alert_rule(rule.rule_id, caller=me)
+                st.rerun()
+        with st.form("new_rule", border=False):
+            f1, f2, f3 = st.columns(3)
+            metric = f1.selectbox("Measure", METRICS)
+            threshold = f2.number_input("Threshold (ms, or a share 0–1 for rates)", 0.0, 1e7, 2000.0)
+            window = f3.number_input("Window (minutes)", 1, 10080, 15)
+            hook = st.text_input("Webhook URL (POSTed JSON when it fires and resolves)", "")
+            if st.form_submit_button("Add rule"):
+                with friendly_errors("Adding the rule"):
+                    ws.add_alert_rule(metric, float(threshold), int(window), hook.strip(), caller=me)
+                    st.rerun()
 everything = ws.feedback_for(caller=me).frame()
 for note in ws.query_log_notice(caller=me):  # what the query log keeps, so an absence reads right
     st.caption(escape_md(note).join((":material/visibility_off: ", "")))
@@ -151,6 +176,20 @@ if not lat.empty:
         (st.success if p95 <= target else st.warning)(f"Whole answer p95 {p95:.0f} ms against a target of {target:.0f} ms.")
     with st.expander("Every stage, with retrieval's sub-steps"):
         st.dataframe(log.latency(df).round(1), hide_index=True)
+
+# ---- models, costs and errors ----------------------------------------------------------
+st.subheader("Models, tokens and costs")
+costs = log.costs(df, ws.settings.price_table)
+if costs.empty:
+    st.caption("No language model answered in this range (offline answers use no tokens).")
+else:
+    st.dataframe(costs, hide_index=True, column_config={
+        "cost": st.column_config.NumberColumn("cost (US$)", format="%.4f",
+                                              help="from RAG_LLM_PRICES (per million tokens in/out); empty: no price set")})
+errors = log.stage_errors(df)
+if not errors.empty:
+    st.caption("Answers whose language-model call failed (they were composed offline instead):")
+    st.dataframe(errors, hide_index=True)
 
 # ---- knowledge bases -----------------------------------------------------------------
 st.subheader("Per knowledge base")

@@ -239,6 +239,31 @@ def cmd_privacy(args) -> int:
     return 0
 
 
+def cmd_alerts(args) -> int:
+    """Alert rules over the query log (rag_core/alerts.py): admins."""
+    from .alerts import rule_dict
+
+    ws = _workspace(args)
+    caller = _caller(args, ws)
+    if args.alerts_cmd == "add":
+        rule = ws.add_alert_rule(args.metric, args.threshold, args.window, args.webhook or "", args.min_answers,
+                                 caller=caller)
+        _emit(args, rule_dict(rule), f"rule {rule.rule_id}: {rule.metric} > {rule.threshold} over {rule.window_minutes} min")
+    elif args.alerts_cmd == "delete":
+        ws.delete_alert_rule(args.rule_id, caller=caller)
+        _emit(args, {"deleted": args.rule_id}, f"rule {args.rule_id} deleted")
+    elif args.alerts_cmd == "check":
+        events = ws.check_alerts(caller=caller)
+        _emit(args, {"events": events}, "\n".join(f"{e['state']}: {e['rule_id']} {e['metric']} = {e['value']}"
+                                                   for e in events) or "no rule changed state")
+    else:
+        rules = [rule_dict(r) for r in ws.alert_rules(caller=caller)]
+        _emit(args, {"rules": rules}, "\n".join(
+            f"{r['rule_id']}\t{r['metric']} > {r['threshold']}\t{r['window_minutes']} min\t"
+            f"{'FIRING' if r['firing'] else 'ok'}\t{r['webhook']}" for r in rules) or "no alert rules")
+    return 0
+
+
 def cmd_learned(args) -> int:
     """What feedback taught retrieval: review (owners, admins) and revert (admins)."""
     ws = _workspace(args)
@@ -727,6 +752,20 @@ def build_parser() -> argparse.ArgumentParser:
     pr = pv_sub.add_parser("erase", help="erase a user's log, feedback and conversations: admins", parents=[common])
     pr.add_argument("--of", required=True, help="the user")
     pv.set_defaults(func=cmd_privacy)
+
+    al = sub.add_parser("alerts", help="alert rules over the query log: admins", parents=[common])
+    al_sub = al.add_subparsers(dest="alerts_cmd", required=True)
+    al_sub.add_parser("list", help="the rules, firing or not", parents=[common])
+    aa = al_sub.add_parser("add", help="a rule: fire when METRIC over the window exceeds THRESHOLD", parents=[common])
+    aa.add_argument("metric", choices=("p95_latency_ms", "abstention_rate", "thumbs_down_rate", "error_rate"))
+    aa.add_argument("threshold", type=float, help="milliseconds for p95_latency_ms; a share (0.2 = 20%%) for rates")
+    aa.add_argument("--window", type=int, default=15, metavar="MINUTES")
+    aa.add_argument("--min-answers", type=int, default=5, help="judge a window only with this many answers")
+    aa.add_argument("--webhook", default="", help="POST the event here as JSON when it fires and resolves")
+    ad = al_sub.add_parser("delete", help="delete a rule", parents=[common])
+    ad.add_argument("rule_id")
+    al_sub.add_parser("check", help="check every rule now", parents=[common])
+    al.set_defaults(func=cmd_alerts)
 
     le = sub.add_parser("learned", help="what feedback taught retrieval", parents=[common])
     le_sub = le.add_subparsers(dest="learned_cmd", required=True)

@@ -222,6 +222,11 @@ class Settings(BaseSettings):
     # citations) should take no longer than this at p95. 2 s is where a chat reply starts to
     # feel slow; offline answers measure ~0.7 s p95 on 2 cores (benchmarks/answer_quality.py).
     latency_target_ms: float = Field(default=2000.0, gt=0)
+    # Prices per million tokens, in and out, per model, for Analytics' costs:
+    # "gpt-4o-mini=0.15/0.60,gemini-2.0-flash=0.10/0.40" (a model without one shows no cost).
+    llm_prices: str = ""
+    # How often alert rules are checked as answers are logged and rated (rag_core/alerts.py).
+    alerts_every_s: float = Field(default=60.0, ge=0.0)
 
     weaviate_url: str | None = Field(default=None, validation_alias=AliasChoices("WEAVIATE_URL", "RAG_WEAVIATE_URL"))
     weaviate_api_key: str | None = Field(default=None, validation_alias=AliasChoices("WEAVIATE_API_KEY", "RAG_WEAVIATE_API_KEY"))
@@ -293,6 +298,19 @@ class Settings(BaseSettings):
         ports = [int(p) for p in str(self.weaviate_grpc_port).split(",") if p.strip()]
         nodes = len([u for u in (self.weaviate_url or "").split(",") if u.strip()]) or 1
         return ports * nodes if len(ports) == 1 else ports
+
+    @property
+    def price_table(self) -> dict[str, tuple[float, float]]:
+        """llm_prices as {model: (per million in, per million out)}; a malformed entry is an error."""
+        out = {}
+        for item in filter(None, (x.strip() for x in self.llm_prices.split(","))):
+            try:
+                model, prices = item.rsplit("=", 1)
+                tin, tout = (float(p) for p in prices.split("/"))
+            except ValueError:
+                raise ValueError(f"RAG_LLM_PRICES: {item!r} is not model=IN/OUT (US$ per million tokens)") from None
+            out[model.strip()] = (tin, tout)
+        return out
 
     @property
     def group_list(self) -> list[str]:

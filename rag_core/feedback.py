@@ -102,7 +102,9 @@ class FeedbackLog:
                                    "decided_by": "TEXT",  # before the answer policy (issue 39)
                                    "policy": "TEXT",
                                    "route": "TEXT",  # before the planner (issue 42)
-                                   "cached": "INTEGER"})
+                                   "cached": "INTEGER",
+                                   "usage": "TEXT",  # before issue 53: tokens per model
+                                   "errors": "TEXT"})  # before issue 53: {stage: what failed}
         db.add_columns("feedback", {"reason": "TEXT"})  # before thumbs-down reasons
 
     def log_answer(self, answer: Answer, kb_ids: list[str], user: str | None = None,
@@ -112,7 +114,7 @@ class FeedbackLog:
             c.execute(
                 "INSERT INTO queries (query_id, ts, user, kb_ids, question, answer, citations, claims, grounding, "
                 "confidence, abstained, mode, timings, answers_question, thread_id, calibration, decided_by, policy, route, "
-                "cached) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "cached, usage, errors) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     qid, time.time(), user, json.dumps(kb_ids), answer.question, answer.text,
                     json.dumps([x.to_dict() for x in answer.citations]), json.dumps([x.to_dict() for x in answer.claims]),
@@ -120,6 +122,7 @@ class FeedbackLog:
                     json.dumps(answer.timings_ms), answer.answers_question, thread_id,
                     _key(self.answers_scale[0]) if self.answers_scale else None,
                     answer.decided_by or None, answer.policy or None, answer.route or None, int(answer.cached),
+                    json.dumps(answer.usage or {}), json.dumps(stage_errors(answer)),
                 ),
             )
         return qid
@@ -154,10 +157,12 @@ class FeedbackLog:
         )
         cols = ["query_id", "ts", "user", "kb_ids", "question", "answer", "citations", "claims", "grounding",
                 "answers_question", "confidence", "abstained", "mode", "timings", "thread_id", "decided_by", "policy",
-                "route", "cached", "rating", "comment", "reason", "rated_ts"]
+                "route", "cached", "usage", "errors", "rating", "comment", "reason", "rated_ts"]
         recs = [dict(r) for r in rows]
         df = pd.DataFrame(recs, columns=cols)
         df["time"] = pd.to_datetime(df["ts"], unit="s")
+        df["usage"] = [json.loads(v) if v else {} for v in df["usage"]]
+        df["errors"] = [json.loads(v) if v else {} for v in df["errors"]]
         df["abstained"] = df["abstained"].astype(bool)
         if self.answers_scale:
             _on_current_scale(df, [r.get("calibration") for r in recs], *self.answers_scale)
@@ -175,6 +180,38 @@ class FeedbackLog:
         df["checker_cited_sentences"] = [c[4] for c in counts]
         df["citation_unrecorded_sentences"] = [c[5] for c in counts]
         return df
+
+    @staticmethod
+    def costs(df: pd.DataFrame, prices: dict[str, tuple[float, float]]) -> pd.DataFrame:
+        """Per model: answers it worked on, tokens in and out, and the cost where a price per
+        million tokens (in, out) is set for it (RAG_LLM_PRICES); NaN where none is."""
+        acc: dict[str, list[float]] = {}
+        for usage in df["usage"] if "usage" in df else []:
+            for model, u in (usage or {}).items():
+                a = acc.setdefault(model, [0, 0, 0])
+                a[0] += 1
+                a[1] += int(u.get("input_tokens", 0))
+                a[2] += int(u.get("output_tokens", 0))
+        rows = []
+        for model, (n, tin, tout) in sorted(acc.items()):
+            price = prices.get(model)
+            cost = (tin * price[0] + tout * price[1]) / 1e6 if price else float("nan")
+            rows.append({"model": model, "answers": n, "tokens_in": tin, "tokens_out": tout, "cost": cost})
+        return pd.DataFrame(rows, columns=["model", "answers", "tokens_in", "tokens_out", "cost"])
+
+    @staticmethod
+    def stage_errors(df: pd.DataFrame) -> pd.DataFrame:
+        """Answers whose stage failed, per stage (the answer went on without it: offline, or
+        without the step), with the latest message."""
+        acc: dict[str, list] = {}
+        for ts, errs in zip(df["ts"] if "ts" in df else [], df["errors"] if "errors" in df else []):
+            for stage, msg in (errs or {}).items():
+                a = acc.setdefault(stage, [0, "", 0.0])
+                a[0] += 1
+                if ts >= a[2]:
+                    a[1], a[2] = msg, ts
+        return pd.DataFrame([{"stage": s, "errors": n, "latest": m} for s, (n, m, _) in sorted(acc.items())],
+                            columns=["stage", "errors", "latest"])
 
     @staticmethod
     def select(df: pd.DataFrame, start=None, end=None, kbs: list[str] | None = None) -> pd.DataFrame:
@@ -324,13 +361,21 @@ def _sentence_counts(abstained: bool, citations: str, claims: str) -> tuple[int,
             sum(1 for c in cl if "cited_by" not in c))
 
 
+def stage_errors(answer: Answer) -> dict[str, str]:
+    """What failed while answering, by stage: a call to the language model (condense, plan,
+    check or write: the answer then went on offline, and says so)."""
+    return {"model": answer.models["llm_error"]} if answer.models.get("llm_error") else {}
+
+
 class CallerFeedback:
     """The query log and feedback as one caller may use them (Workspace.feedback_for): log and
     rate their own answers only; analytics over their own answers (admins: everyone's), with the
     names of the knowledge bases they can see (others read "(hidden)")."""
 
-    def __init__(self, log: FeedbackLog, caller, visible_kbs: dict[str, str], on_rated=None, level_of=None):
+    def __init__(self, log: FeedbackLog, caller, visible_kbs: dict[str, str], on_rated=None, level_of=None,
+                 on_logged=None):
         self._log = log
+        self._on_logged = on_logged  # after an answer is logged (alert rules are checked: alerts.py)
         # kb_ids -> the query log's level for a question asked in them (privacy.log_level)
         self._level_of = level_of or (lambda kb_ids: "full")
         self.caller = caller
@@ -346,8 +391,12 @@ class CallerFeedback:
         if level == "off":
             return None
         if level == "anonymous":
-            return self._log.log_answer(answer, kb_ids, ANONYMOUS)
-        return self._log.log_answer(answer, kb_ids, self.caller.user, thread_id=thread_id)
+            qid = self._log.log_answer(answer, kb_ids, ANONYMOUS)
+        else:
+            qid = self._log.log_answer(answer, kb_ids, self.caller.user, thread_id=thread_id)
+        if self._on_logged is not None:
+            self._on_logged()
+        return qid
 
     def _mine(self, query_id: str) -> None:
         r = self._log.db.query_one("SELECT user FROM queries WHERE query_id=?", (query_id,))

@@ -300,7 +300,8 @@ class Workspace:
 
         self._maybe_purge()
         return CallerFeedback(self.feedback, caller, {kb.kb_id: kb.name for kb in self.list_kbs(caller=caller)},
-                              on_rated=self._rated, level_of=self._query_log_level)
+                              on_rated=self._rated, level_of=self._query_log_level,
+                              on_logged=self.alerts.maybe_check)
 
     def query_log_notice(self, *, caller: Caller) -> list[str]:
         """What Analytics can show under the query-log levels in force, over the knowledge bases
@@ -321,6 +322,7 @@ class Workspace:
         from .answer_cache import EVICTING_REASONS
 
         self.signals.learn(query_id, rating, reason)
+        self.alerts.maybe_check()
         if rating == -1 and reason in EVICTING_REASONS:
             row = self.db.query_one("SELECT answer FROM queries WHERE query_id=?", (query_id,))
             if row is not None:
@@ -722,6 +724,42 @@ class Workspace:
             "models": {"embedding": getattr(self.embedder, "model_id", "?"), "reader": self.answers.reader.sha256,
                        "policy": repr(policy.params), "files": _model_files(self.settings)},
         })
+
+    @cached_property
+    def alerts(self):
+        """Alert rules over the query log (rag_core/alerts.py); managed by admins (below)."""
+        from .alerts import Alerts
+
+        return Alerts(self.db, self.settings.alerts_every_s)
+
+    def _admin(self, caller: Caller, what: str) -> None:
+        if not caller.admin:
+            raise PermissionDenied(f"only an admin may {what}")
+
+    def alert_rules(self, *, caller: Caller) -> list:
+        """Every alert rule, with its measure when last checked (admins)."""
+        self._admin(caller, "see the alert rules")
+        return self.alerts.rules()
+
+    def add_alert_rule(self, metric: str, threshold: float, window_minutes: int = 15, webhook: str = "",
+                       min_answers: int = 5, *, caller: Caller):
+        """A rule that fires when `metric` over the last `window_minutes` exceeds `threshold` (admins)."""
+        self._admin(caller, "set alert rules")
+        return self.alerts.add(metric, threshold, window_minutes, webhook, min_answers)
+
+    def delete_alert_rule(self, rule_id: str, *, caller: Caller) -> None:
+        self._admin(caller, "delete alert rules")
+        self.alerts.delete(rule_id)
+
+    def check_alerts(self, *, caller: Caller) -> list[dict]:
+        """Check every rule now: the events fired or resolved (admins)."""
+        self._admin(caller, "check the alert rules")
+        return self.alerts.check()
+
+    def firing_alerts(self, *, caller: Caller) -> list:
+        """The rules firing now, for Analytics' banner (admins)."""
+        self._admin(caller, "see the alerts")
+        return self.alerts.firing()
 
     def cache_stats(self, *, caller: Caller) -> dict:
         """The answer cache's entries and hits (admins: it holds every user's answers)."""

@@ -106,6 +106,8 @@ CALLER_SCOPED = {"list_kbs", "create_kb", "conversations", "feedback_for", "last
                  "reembed",  # admins only: tests/test_reembed.py
                  "cache_stats",  # admins only: below
                  "query_log_notice",  # names only knowledge bases the caller sees: tests/test_privacy.py
+                 "alert_rules", "add_alert_rule", "delete_alert_rule", "check_alerts",
+                 "firing_alerts",  # admins only: tests/test_alerts.py
                  "thread_kbs"}  # the caller's own conversation: below, with Bob asking of Alice's
 # process lifecycle, and retention: it applies each knowledge base's own setting (an owner's
 # choice, made through update_kb), not a caller's request

@@ -12,9 +12,9 @@ ROOT = Path(__file__).resolve().parents[1] / "rag_core"
 LAYERS = [
     {"faults", "process"},  # process-level hooks with no dependencies (fault points, malloc arenas)
     {"errors", "models", "config", "db"},
-    {"text", "access", "leases", "inference"},  # the shared lowest layer of logic
+    {"text", "access", "leases", "inference", "privacy"},  # the shared lowest layer of logic
     {"embeddings", "stores", "reader", "appdb", "evaluation", "feedback", "threads", "api_keys", "schemas",
-     "privacy", "answer_cache"},
+     "answer_cache", "alerts"},
     {"ingest", "retrieval", "grounding", "gaps"},
     {"generation", "citation_view", "render"},
     {"workspace"},

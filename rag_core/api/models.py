@@ -89,6 +89,14 @@ class KnowledgeBaseUpdate(Strict):
         default=None, description="what the query log keeps of questions asked here; '' = the deployment's RAG_QUERY_LOG")
 
 
+class AlertRuleCreate(Strict):
+    metric: Literal["p95_latency_ms", "abstention_rate", "thumbs_down_rate", "error_rate"]
+    threshold: float = Field(ge=0)
+    window_minutes: int = Field(default=15, ge=1, le=10080)
+    min_answers: int = Field(default=5, ge=1)
+    webhook: str | None = Field(default=None, max_length=2000)
+
+
 class FeedbackRequest(Strict):
     query_id: str = Field(min_length=1, max_length=64)
     rating: Literal[1, -1]

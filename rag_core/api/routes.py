@@ -18,7 +18,7 @@ from ..schemas import AnswerOut, kb_listing
 from . import answering
 from .errors import error_payload
 from .auth import Principal
-from .models import (DocumentUpdate, FeedbackRequest, KnowledgeBaseCreate, KnowledgeBaseUpdate, QueryRequest,
+from .models import (AlertRuleCreate, DocumentUpdate, FeedbackRequest, KnowledgeBaseCreate, KnowledgeBaseUpdate, QueryRequest,
                      SearchRequest, ThreadCreate, ThreadRename)
 
 
@@ -228,6 +228,35 @@ async def query(body: QueryRequest, request: Request, p: Principal = READ):
 
     return StreamingResponse(stream(), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+@router.get("/alerts", tags=["service"])
+def list_alerts(request: Request, p: Principal = READ):
+    """The alert rules (admins), with their state and the latest events."""
+    from ..alerts import rule_dict
+
+    ws = ws_of(request)
+    return {"rules": [rule_dict(r) for r in ws.alert_rules(caller=p.caller)], "events": ws.alerts.events()}
+
+
+@router.post("/alerts", tags=["service"], status_code=201)
+def add_alert(body: AlertRuleCreate, request: Request, p: Principal = READ):
+    from ..alerts import rule_dict
+
+    rule = ws_of(request).add_alert_rule(body.metric, body.threshold, body.window_minutes, body.webhook or "",
+                                         body.min_answers, caller=p.caller)
+    return rule_dict(rule)
+
+
+@router.delete("/alerts/{rule_id}", tags=["service"], status_code=204)
+def delete_alert(rule_id: str, request: Request, p: Principal = READ):
+    ws_of(request).delete_alert_rule(rule_id, caller=p.caller)
+    return Response(status_code=204)
+
+
+@router.post("/alerts/check", tags=["service"])
+def check_alerts(request: Request, p: Principal = READ):
+    return {"events": ws_of(request).check_alerts(caller=p.caller)}
 
 
 @router.get("/queries", tags=["answers"])

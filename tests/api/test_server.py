@@ -292,3 +292,28 @@ def test_chat_completions_take_temperature_and_max_tokens(client):
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["usage"]["total_tokens"] > 0 and body["groundwork"]["sources"]
+
+
+def test_alert_rules_over_http_fire_a_webhook_and_are_for_admins(client):
+    from tests.test_alerts import Receiver
+
+    hook = Receiver()
+    admin = client("admin")
+    try:
+        assert client("alice").get("/v1/alerts").status_code == 403
+        assert client("alice").post("/v1/alerts", json={"metric": "error_rate", "threshold": 0.1}).status_code == 403
+        r = admin.post("/v1/alerts", json={"metric": "p95_latency_ms", "threshold": 0.001, "window_minutes": 60,
+                                           "min_answers": 1, "webhook": hook.url})
+        assert r.status_code == 201, r.text
+        rule_id = r.json()["rule_id"]
+        client("alice").post("/v1/query", json={"question": "When does the office open?", "knowledge_bases": ["handbook"],
+                                                "no_cache": True})
+        events = admin.post("/v1/alerts/check").json()["events"]
+        listed = admin.get("/v1/alerts").json()
+        rule = next(x for x in listed["rules"] if x["rule_id"] == rule_id)
+        assert rule["firing"] or any(e["rule_id"] == rule_id and e["state"] == "firing" for e in events)
+        assert any(g["rule_id"] == rule_id and g["state"] == "firing" for g in hook.wait(1))
+        assert admin.post("/v1/alerts", json={"metric": "error_rate", "threshold": 5}).status_code == 400
+    finally:
+        admin.delete(f"/v1/alerts/{rule_id}")
+        hook.httpd.shutdown()
