@@ -333,6 +333,10 @@ CLI = {
     ("privacy", "export"): ("self", ["--of", "x", "--out", "{out}"]),  # oneself, or anyone: admins
     ("privacy", "erase"): ("admin", ["--of", "x"]),
     ("privacy", "purge"): ("operator", []),  # applies the knowledge bases' own retention
+    ("alerts", "list"): ("admin", []),  # alert rules: admins (tests/test_alerts.py::test_cli_alerts)
+    ("alerts", "add"): ("admin", ["error_rate", "0.2"]),
+    ("alerts", "delete"): ("admin", ["x"]),
+    ("alerts", "check"): ("admin", []),
     # The machine operator's tools: whoever runs them holds the data folder (its database);
     # --user/--groups/--tenant name the key's owner (tests/api, tests/test_api_keys.py).
     ("api-key", "create"): ("operator", ["--scope", "read"]),

@@ -116,8 +116,9 @@ def rivals(kit: Kit, ctx: Context, sources: list[ScoredChunk]):
     lead_doc = sources[cands[lead][0]].chunk.doc_id
     read = {si for si, _, _ in cands}
     seen = {s.chunk.chunk_id for s in sources}
+    weights = ctx.turn.req.options.kb_weights  # a knowledge base the request weighted 0 is left out here too
     extra = [r for r in kit.store.keyword_search(lead_text, RIVAL_SEARCH, ctx.turn.req.filters)
-             if r.chunk.chunk_id not in seen and r.chunk.doc_id != lead_doc]
+             if r.chunk.chunk_id not in seen and r.chunk.doc_id != lead_doc and weights.get(r.chunk.kb_id, 1.0) > 0]
     pool = list(sources) + extra
     # other documents' passages not read yet: retrieved but past the reading's depth, or found now
     to_read = [i for i in range(len(pool)) if i not in read and pool[i].chunk.doc_id != lead_doc]

@@ -60,7 +60,7 @@ def test_top_k_weights_and_grounded_only_apply_to_one_request(tmp_path, docs):
         both = ws.ask(["kettle", "stove"], q, caller=OP)
         assert {s["source"] for s in both.sources} == {"kettle.md", "stove.md"}
         one = ws.ask(["kettle", "stove"], q, caller=OP, options=AnswerOptions(top_k=1))
-        assert len(one.sources) == 1
+        assert one.signals["passages"] == 1  # retrieved (a conflicting rival may still join the sources)
         only_stove = ws.ask(["kettle", "stove"], q, caller=OP, options=AnswerOptions(kb_weights={"kettle": 0}))
         assert {s["source"] for s in only_stove.sources} == {"stove.md"} and "eight weeks" in only_stove.text
         favour = ws.ask(["kettle", "stove"], q, caller=OP, options=AnswerOptions(kb_weights={"stove": 5.0}))
