@@ -161,8 +161,8 @@ class FeedbackLog:
         recs = [dict(r) for r in rows]
         df = pd.DataFrame(recs, columns=cols)
         df["time"] = pd.to_datetime(df["ts"], unit="s")
-        df["usage"] = [json.loads(v) if v else {} for v in df["usage"]]
-        df["errors"] = [json.loads(v) if v else {} for v in df["errors"]]
+        df["usage"] = [json.loads(v) if isinstance(v, str) and v else {} for v in df["usage"]]  # older rows: none
+        df["errors"] = [json.loads(v) if isinstance(v, str) and v else {} for v in df["errors"]]
         df["abstained"] = df["abstained"].astype(bool)
         if self.answers_scale:
             _on_current_scale(df, [r.get("calibration") for r in recs], *self.answers_scale)

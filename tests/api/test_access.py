@@ -45,7 +45,10 @@ OTHER_ROUTES = {("GET", "/v1/knowledge-bases"), ("POST", "/v1/knowledge-bases"),
                 ("GET", "/v1/jobs/{job_id}"), ("POST", "/v1/jobs/{job_id}/cancel"), ("POST", "/v1/feedback"),
                 ("GET", "/v1/threads"), ("POST", "/v1/threads"), ("GET", "/v1/threads/{thread_id}"),
                 ("PATCH", "/v1/threads/{thread_id}"), ("DELETE", "/v1/threads/{thread_id}"),
-                ("GET", "/v1/threads/{thread_id}/export"), ("GET", "/v1/metrics")}
+                ("GET", "/v1/threads/{thread_id}/export"), ("GET", "/v1/metrics"),
+                # the caller's own history; alert rules (admins): tests/api/test_server.py
+                ("GET", "/v1/queries"), ("GET", "/v1/alerts"), ("POST", "/v1/alerts"),
+                ("DELETE", "/v1/alerts/{rule_id}"), ("POST", "/v1/alerts/check")}
 OPEN_ROUTES = {("GET", "/v1/health"), ("GET", "/v1/ready")}
 WRITES = {("PATCH", "/v1/knowledge-bases/{kb}"), ("DELETE", "/v1/knowledge-bases/{kb}"),
           ("POST", "/v1/knowledge-bases/{kb}/documents"), ("DELETE", "/v1/knowledge-bases/{kb}/documents/{doc_id}"),
@@ -64,7 +67,7 @@ def test_every_endpoint_is_in_the_matrix(api):
 def test_no_credentials_is_401_with_a_challenge_before_the_body_is_read(api):
     base = api[0]
     for method, path in routes(base) - OPEN_ROUTES:
-        url = base + path.format(kb="handbook", doc_id=DOC, job_id="j", thread_id="t")
+        url = base + path.format(kb="handbook", doc_id=DOC, job_id="j", thread_id="t", rule_id="r")
         for headers in ({}, {"Authorization": "Bearer gwk_0123456789abcdef_notarealsecretnotarealsecret"},
                         {"Authorization": "Basic YWxpY2U6cHc="}):
             # A malformed body: were it validated first, this would be a 400/422.
