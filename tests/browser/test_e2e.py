@@ -618,3 +618,47 @@ def test_an_injected_image_or_link_is_never_fetched_by_the_chat_page(page, tmp_p
         assert listener.requests == []  # the attacker saw nothing
     finally:
         listener.stop()
+
+
+def test_an_alert_banner_costs_and_an_unlogged_answer_on_the_pages(server, page, tmp_path, shot_on_failure):
+    """Issue 53's page features: a knowledge base whose query log is off still answers, and the
+    chat says the answer was not recorded (so it has no rating buttons); an alert rule that fires
+    shows its banner on Analytics, above the models' tokens and costs."""
+    sys.path.insert(0, str(REPO))
+    from rag_core.access import Caller
+    from rag_core.config import get_settings
+    from rag_core.workspace import Workspace
+
+    url, _, data = server
+    op = Caller.operator()
+    quiet = tmp_path / "quiet.md"
+    quiet.write_text("# Quiet room\n\nThe quiet room opens at seven in the morning.\n")
+    kb_with_file(data, "Quiet", quiet)
+    ws = Workspace(get_settings(data))
+    try:
+        ws.update_kb("Quiet", caller=op, query_log="off")
+        rule = ws.add_alert_rule("p95_latency_ms", 0.001, window_minutes=600, min_answers=1, caller=op)
+        a = ws.ask(["Quiet"], "When does the quiet room open?", caller=op)
+        ws.feedback.log_answer(a, [])  # one logged answer for the rule to measure (Quiet itself logs nothing)
+        assert [e["rule_id"] for e in ws.check_alerts(caller=op)] == [rule.rule_id]
+    finally:
+        ws.close()
+    try:
+        page.goto(url)
+        select_kb_in_chat(page, "Quiet")
+        reply = ask_in_chat(page, "When does the quiet room open?")
+        reply.get_by_text("seven in the morning").first.wait_for()
+        reply.get_by_text("this answer was not recorded").wait_for()
+        assert reply.locator("[data-testid=stFeedback]").count() == 0  # nothing to rate
+        page.get_by_role("link", name="Analytics", exact=True).click()
+        page.get_by_text("Feedback analytics").wait_for()
+        page.get_by_text("Alert: p95 latency ms is").wait_for()
+        page.get_by_text("Models, tokens and costs").wait_for()
+        page.get_by_text("Questions asked in Quiet are not logged").wait_for()
+        page.screenshot(path=str(SHOTS / "9-alert-banner.png"), full_page=True)
+    finally:
+        ws = Workspace(get_settings(data))
+        try:
+            ws.delete_alert_rule(rule.rule_id, caller=op)
+        finally:
+            ws.close()
