@@ -110,6 +110,13 @@ def cmd_kb_update(args) -> int:
             raise GroundworkError("--recency-half-life is a number of days ≥ 0 (0 = off)")
         changes["retrieval"] = replace(ws.get_kb(args.name, caller=caller).retrieval,
                                        recency_half_life_days=args.recency_half_life)
+    if args.stale_after_days is not None:
+        from dataclasses import replace
+
+        if args.stale_after_days < 0:
+            raise GroundworkError("--stale-after-days is a number of days ≥ 0 (0 = never)")
+        base = changes.get("retrieval") or ws.get_kb(args.name, caller=caller).retrieval
+        changes["retrieval"] = replace(base, stale_after_days=args.stale_after_days)
     if args.answer_policy is not None:
         from dataclasses import replace
 
@@ -720,6 +727,8 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("--query-log", default=None, choices=("default", "full", "anonymous", "off"),
                    help="what the query log keeps of questions asked here (default: RAG_QUERY_LOG; a knowledge "
                    "base may keep less than the deployment, never more)")
+    u.add_argument("--stale-after-days", type=int, default=None, metavar="DAYS",
+                   help="flag a cited source dated more than DAYS before today as possibly out of date; 0 = never")
     u.add_argument("--recency-half-life", type=float, default=None, metavar="DAYS",
                    help="prefer newer documents: relevance blended with 0.5^(age/DAYS); 0 = off (the default)")
     u.add_argument("--answer-policy", default=None, choices=("default", "auto", "conservative", "model"),

@@ -60,6 +60,8 @@ class RetrievalIn(Strict):
     score_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     context_tokens: int | None = Field(default=None, ge=200, le=100_000)
     recency_half_life_days: float | None = Field(default=None, ge=0.0, le=100_000)
+    stale_after_days: int | None = Field(default=None, ge=0, le=100_000,
+                                         description="flag cited sources older than this many days (0 = never)")
     # the knowledge base's answer policy ("" = the app's RAG_ANSWER_POLICY)
     answer_policy: Literal["", "auto", "conservative", "model"] | None = None
 
