@@ -54,6 +54,9 @@ class Settings(BaseSettings):
 
     # Limits: bad input is refused with a reason instead of exhausting the machine.
     max_file_mb: int = Field(default=200, ge=1)
+    # Web pages by URL (ingest/web.py): whether loopback, private and link-local addresses may be
+    # fetched (off: a URL typed by a user cannot reach into the server's own network).
+    url_allow_private: bool = False
     max_pages: int = Field(default=5000, ge=1)
     max_chunks_per_doc: int = Field(default=20000, ge=1)
     max_files_per_batch: int = Field(default=500, ge=1)

@@ -91,6 +91,11 @@ class KnowledgeBaseUpdate(Strict):
         default=None, description="what the query log keeps of questions asked here; '' = the deployment's RAG_QUERY_LOG")
 
 
+class UrlIngest(Strict):
+    url: str = Field(min_length=8, max_length=2000, description="a web page, or a sitemap (XML) of pages")
+    max_pages: int = Field(default=50, ge=1, le=1000)
+
+
 class AlertRuleCreate(Strict):
     metric: Literal["p95_latency_ms", "abstention_rate", "thumbs_down_rate", "error_rate"]
     threshold: float = Field(ge=0)
