@@ -171,15 +171,23 @@ def ask_in_chat(page, question: str):
     # is running, and sends the question again only when the app is idle and the box still
     # holds it, unsent (an Enter that landed while a rerun replaced the box is lost; a sent
     # question empties the box). Up to 10 minutes in all.
+    # The predicate is polled every 500 ms and also read directly after each wait: in suite run 7
+    # under load the question and its answer were on the page (the failure's screenshot) while a
+    # wait polled on animation frames timed out for 10 minutes.
+    def shown() -> bool:
+        return len(messages.evaluate_all(showing, question)) > before
+
     deadline = time.monotonic() + 600
-    while True:
+    while not shown():
         try:
             page.wait_for_function(
                 """([q, n]) => [...document.querySelectorAll('[data-testid=stChatMessage]')]
                                 .filter(e => e.innerText.includes(q)).length > n""", arg=[question, before],
-                timeout=20_000)
+                polling=500, timeout=20_000)
             break
         except PlaywrightTimeout:
+            if shown():
+                break
             if time.monotonic() > deadline:
                 raise
             running = page.locator("[data-testid=stStatusWidget]").is_visible()
