@@ -351,13 +351,20 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
         if answer.revised:
             st.caption(":material/find_replace: Rewritten after searching again: the first draft had sentences "
                        "the sources did not support.")
+        if answer.signals.get("recency"):  # our words, with the question's own words quoted: escaped
+            st.caption(escape_md(answer.signals["recency"].capitalize() + ".").join((":material/update: ", "")))
+        for c in answer.citations:
+            if c.stale:  # file names are document text: escaped
+                st.caption(escape_md(f"[{c.n}] {c.source} may be out of date: {c.stale}.").join(
+                    (":material/history: ", "")))
         # One button per citation: the marker, the file and the page; a click opens the page.
         # Labels and tooltips render Markdown: the file name and the snippet are document
         # text (`![](http://…)` in a document must not load an image), so both are escaped.
         with st.container(horizontal=True, gap="small"):
             for c in answer.citations:
                 if st.button(f"{marker_text([c.n])} {escape_md(c.source)} · p. {c.page}"
-                             + (f" · {c.date}" if c.date else "") + (" · OCR" if c.ocr else ""),
+                             + (f" · {c.date}" if c.date else "") + (" · OCR" if c.ocr else "")
+                             + (" · :material/history: may be out of date" if c.stale else ""),
                              key=f"src_{idx}_{c.n}",
                              type="tertiary", icon=":material/description:",
                              help=escape_md(" ".join(c.snippet.split())[:300])):

@@ -191,6 +191,10 @@ with st.form(f"edit_{kb.kb_id}"):
         help="0 = off (the default: a manual does not age). Otherwise a passage's relevance is blended with its "
         "document's age: a document this many days older counts up to a quarter less, and never more than half "
         "less, so the newer of two similar passages (two editions of a policy) comes first.")
+    stale = c1.number_input(
+        "Flag sources older than (days)", 0, 36500, int(r.stale_after_days), 30,
+        help="0 = never. A cited source dated more than this many days ago is marked as possibly out of date; "
+        "one superseded by a newer version of the same document is marked whatever this is.")
     st.subheader("Answering")
     choices = ["", "auto", "conservative", "model"]
     policy_names = {"": f"App default ({ws.settings.answer_policy})", "auto": "Auto: calibrated for the model in use",
@@ -228,7 +232,8 @@ with st.form(f"edit_{kb.kb_id}"):
                 query_log="" if query_log == "default" else query_log,
                 retrieval=RetrievalSettings(top_k=top_k, alpha=alpha, fusion=fusion, rerank=rerank, mmr_lambda=mmr,
                                             score_threshold=threshold, context_tokens=int(budget),
-                                            recency_half_life_days=float(recency), answer_policy=answer_policy),
+                                            recency_half_life_days=float(recency), stale_after_days=int(stale),
+                                            answer_policy=answer_policy),
                 owners=[u.strip() for u in owners.split(",") if u.strip()],
                 acl_users=[u.strip() for u in users.split(",") if u.strip()],
                 acl_groups=[g.strip() for g in groups.split(",") if g.strip()],

@@ -64,6 +64,28 @@ if files and st.button(f"Add {len(files)} file(s) to {kb.name}", type="primary")
         st.rerun()
 
 
+if may_write:
+    with st.form("add_url", border=False, clear_on_submit=True):
+        u1, u2 = st.columns([5, 1], vertical_alignment="bottom")
+        url = u1.text_input("Or add a web page, or a sitemap of pages, by URL",
+                            placeholder="https://example.com/handbook.html or https://example.com/sitemap.xml",
+                            help="The page's main text is read (menus and footers left out); its URL is the source "
+                            "and today its date. Adding it again updates a page whose text changed. robots.txt is "
+                            "honoured; at most 50 pages from a sitemap.")
+        if u2.form_submit_button("Add", icon=":material/link:") and url.strip():
+            with friendly_errors("Adding the page"), st.spinner("Fetching and reading…"):
+                stats = ws.ingest_url(kb.kb_id, url.strip(), caller=me)
+                added = sum(r.status == "ingested" for r in stats.reports)
+                same = sum(r.status == "duplicate" for r in stats.reports)
+                failed = [r for r in stats.reports if r.status == "failed"]
+                # URLs and reasons come from the web: escaped before they reach Markdown
+                st.session_state.flash = escape_md(
+                    f"{added} page(s) added to {kb.name}" + (f", {same} unchanged" if same else "")
+                    + (f"; {len(failed)} not added: " + "; ".join(f"{r.file} ({r.reason})" for r in failed[:5])
+                       if failed else "") + ".")
+                st.rerun()
+
+
 def report_frame(job) -> pd.DataFrame:
     # "OCR": which pages had no text layer and were read from their image (may hold misreadings)
     return pd.DataFrame([{"file": r["file"], "result": r["status"], "pages": r["pages"], "chunks": r["chunks"],

@@ -110,6 +110,13 @@ def cmd_kb_update(args) -> int:
             raise GroundworkError("--recency-half-life is a number of days ≥ 0 (0 = off)")
         changes["retrieval"] = replace(ws.get_kb(args.name, caller=caller).retrieval,
                                        recency_half_life_days=args.recency_half_life)
+    if args.stale_after_days is not None:
+        from dataclasses import replace
+
+        if args.stale_after_days < 0:
+            raise GroundworkError("--stale-after-days is a number of days ≥ 0 (0 = never)")
+        base = changes.get("retrieval") or ws.get_kb(args.name, caller=caller).retrieval
+        changes["retrieval"] = replace(base, stale_after_days=args.stale_after_days)
     if args.answer_policy is not None:
         from dataclasses import replace
 
@@ -144,6 +151,20 @@ def cmd_ingest(args) -> int:
     ws = _workspace(args)
     caller = _caller(args, ws)
     kb = ws.writable_kb(args.kb, caller=caller)  # owners and admins, checked before any file is read
+    if args.url:
+        if args.paths:
+            raise GroundworkError("give files or --url, not both")
+        stats = ws.ingest_url(kb.kb_id, args.url, caller=caller, max_pages=args.max_pages)
+        rows = [r.to_dict() for r in stats.reports]
+        _emit(args, {"kb": kb.name, "url": args.url, "pages": sum(r.status == "ingested" for r in stats.reports),
+                     "unchanged": sum(r.status == "duplicate" for r in stats.reports),
+                     "failed": sum(r.status == "failed" for r in stats.reports), "chunks": stats.chunks,
+                     "files_report": rows},
+              "\n".join(f"{r['status']:<9} {r['file']}" + (f"  ({r['reason']})" if r["reason"] else "") for r in rows)
+              or "nothing found at that URL")
+        return 0 if any(r.status != "failed" for r in stats.reports) else 1
+    if not args.paths:
+        raise GroundworkError("give files or folders to add, or --url")
     paths = [Path(p) for p in args.paths]
     missing = [str(p) for p in paths if not p.exists()]
     if missing and len(missing) == len(paths):
@@ -720,6 +741,8 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("--query-log", default=None, choices=("default", "full", "anonymous", "off"),
                    help="what the query log keeps of questions asked here (default: RAG_QUERY_LOG; a knowledge "
                    "base may keep less than the deployment, never more)")
+    u.add_argument("--stale-after-days", type=int, default=None, metavar="DAYS",
+                   help="flag a cited source dated more than DAYS before today as possibly out of date; 0 = never")
     u.add_argument("--recency-half-life", type=float, default=None, metavar="DAYS",
                    help="prefer newer documents: relevance blended with 0.5^(age/DAYS); 0 = off (the default)")
     u.add_argument("--answer-policy", default=None, choices=("default", "auto", "conservative", "model"),
@@ -734,7 +757,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     ing = sub.add_parser("ingest", help="add files and folders to a knowledge base", parents=[common])
     ing.add_argument("--kb", required=True)
-    ing.add_argument("paths", nargs="+")
+    ing.add_argument("paths", nargs="*")
+    ing.add_argument("--url", default=None, help="a web page, or a sitemap whose pages to add (robots.txt honoured)")
+    ing.add_argument("--max-pages", type=int, default=50, help="with --url: at most this many pages (default 50)")
     ing.add_argument("--date", default=None, metavar="YYYY-MM-DD",
                      help="the documents' date (else what each file states, else the upload day)")
     ing.add_argument("--language", default=None, metavar="CODE",

@@ -54,6 +54,9 @@ class Settings(BaseSettings):
 
     # Limits: bad input is refused with a reason instead of exhausting the machine.
     max_file_mb: int = Field(default=200, ge=1)
+    # Web pages by URL (ingest/web.py): whether loopback, private and link-local addresses may be
+    # fetched (off: a URL typed by a user cannot reach into the server's own network).
+    url_allow_private: bool = False
     max_pages: int = Field(default=5000, ge=1)
     max_chunks_per_doc: int = Field(default=20000, ge=1)
     max_files_per_batch: int = Field(default=500, ge=1)
@@ -222,6 +225,9 @@ class Settings(BaseSettings):
     # citations) should take no longer than this at p95. 2 s is where a chat reply starts to
     # feel slow; offline answers measure ~0.7 s p95 on 2 cores (benchmarks/answer_quality.py).
     latency_target_ms: float = Field(default=2000.0, gt=0)
+    # A question asking for "the latest" / "current" (text/latest.py) prefers newer documents with
+    # this half-life when its knowledge bases do not already (retrieval/recency.py; 0 = never).
+    latest_half_life_days: float = Field(default=365.0, ge=0.0, le=100_000)
     # Prices per million tokens, in and out, per model, for Analytics' costs:
     # "gpt-4o-mini=0.15/0.60,gemini-2.0-flash=0.10/0.40" (a model without one shows no cost).
     llm_prices: str = ""

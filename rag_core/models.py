@@ -30,6 +30,9 @@ class RetrievalSettings:
     # Recency preference (rag_core/retrieval/recency.py): 0 = off; otherwise a passage's
     # relevance is blended with 0.5 ** (age in days / half-life).
     recency_half_life_days: float = 0.0
+    # A cited source dated more than this many days before today is flagged as old (0 = never);
+    # one superseded by a newer version of the same document is flagged whatever this is.
+    stale_after_days: int = 0
     # The answer policy for questions asked here (rag_core/generation/policy.py): "" = the
     # app's setting (RAG_ANSWER_POLICY); "auto", "conservative" or "model".
     answer_policy: str = ""
@@ -220,6 +223,9 @@ class Citation:
     title: str = ""
     section: str = ""
     ocr: bool = False  # the passage was read by OCR from a page image (may hold misreadings)
+    # Why this source may be out of date ("" = no reason known): older than the knowledge
+    # base's stale_after_days, or superseded by a newer version of the same document (aging.py)
+    stale: str = ""
     date: str = ""  # the document's date, YYYY-MM-DD
     # An abstention's closest passage: the paragraph, list or code block around `snippet` (its
     # best sentence), shown with that sentence highlighted. Empty for an answer's citations.

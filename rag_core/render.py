@@ -290,7 +290,7 @@ def plain_answer(answer: Answer) -> str:
     if answer.citations:
         lines.append("")
         lines += [f"[{c.n}] {c.source}, page {c.page}" + (f" ({c.section})" if c.section else "")
-                  + (f", {c.date}" if c.date else "")
+                  + (f", {c.date}" if c.date else "") + (f" — may be out of date: {c.stale}" if c.stale else "")
                   for c in answer.citations]
     if answer.conflicts:
         from .models import conflict_note

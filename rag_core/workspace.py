@@ -460,6 +460,42 @@ class Workspace:
         kb = self.writable_kb(kb_name, caller=caller)
         return self.ingestor.ingest(kb, paths, **kw)
 
+    def ingest_url(self, kb_name: str, url: str, *, caller: Caller, max_pages: int = 50) -> IngestStats:
+        """Add a web page, or the pages its sitemap lists, to a knowledge base (owners and
+        admins; ingest/web.py): each page's main text, its URL as the source and the day it was
+        fetched as its date. Fetching a URL again replaces a page whose text changed. Pages
+        that could not be fetched or read are in the report with the reason."""
+        import tempfile
+
+        from .ingest.web import fetch
+        from .models import FileReport
+
+        kb = self.writable_kb(kb_name, caller=caller)  # checked before anything is fetched
+        if not (1 <= max_pages <= 1000):
+            raise InputError("max_pages is 1 to 1000")
+        got = fetch(url, max_pages=max_pages, allow_private=self.settings.url_allow_private,
+                    max_bytes=self.settings.max_file_mb * 1024 * 1024)
+        with tempfile.TemporaryDirectory(prefix="gw-web-") as tmp:
+            paths, names, dates = [], {}, {}
+            for i, page in enumerate(got.pages):
+                p = Path(tmp) / f"page-{i:04d}.md"
+                p.write_text(f"# {page.title}\n\n{page.markdown}\n", encoding="utf-8")
+                paths.append(p)
+                names[p] = page.url
+                dates[page.fetched] = True
+            # one call per fetch day (a fetch spans one, or two around midnight UTC)
+            stats = IngestStats(files=0)
+            for day in dates:
+                part = [p for p, page in zip(paths, got.pages) if page.fetched == day]
+                one = self.ingestor.ingest(kb, part, display_names=names, date=day)
+                stats.files += one.files
+                stats.documents += one.documents
+                stats.chunks += one.chunks
+                stats.reports += one.reports
+        stats.files += len(got.skipped)
+        stats.reports += [FileReport(file=u, status="failed", reason=why) for u, why in got.skipped]
+        return stats
+
     def fill_vectors(self, kb_name: str, *, caller: Caller, **kw) -> int:
         """Compute the vectors still missing in a knowledge base (owners and admins)."""
         kb = self.writable_kb(kb_name, caller=caller)

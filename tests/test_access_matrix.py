@@ -94,6 +94,7 @@ SURFACES = {
     "set_document_date": ("write", lambda ws, c, t: ws.set_document_date(t.name, t.doc_id, "2001-02-03", caller=c)),
     "set_document_language": ("write", lambda ws, c, t: ws.set_document_language(t.name, t.doc_id, "de", caller=c)),
     "search_filters": ("read", lambda ws, c, t: ws.search_filters(ws.resolve_kbs([t.name], caller=c), caller=c)),
+    "ingest_url": ("write", lambda ws, c, t: ws.ingest_url(t.name, "http://127.0.0.1:9/x", caller=c)),
     "submit_upload": ("write", lambda ws, c, t: ws.submit_upload(t.name, [("x.txt", b"intruder text")], caller=c)),
     "job": ("own", lambda ws, c, t: ws.job(t.job_id, caller=c)),
     "cancel_job": ("own", lambda ws, c, t: ws.cancel_job(t.job_id, caller=c)),

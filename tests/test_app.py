@@ -495,10 +495,13 @@ def test_knowledge_base_page_saves_retention_and_recency(data_dir, tmp_path):
     assert not at.exception
     next(n for n in at.number_input if n.label.startswith("Keep questions")).set_value(30)
     next(n for n in at.number_input if n.label.startswith("Prefer newer")).set_value(365)
+    next(n for n in at.number_input if n.label.startswith("Flag sources older")).set_value(90)
+    next(s for s in at.selectbox if s.label.startswith("Query log")).set_value("anonymous")
     next(b for b in at.button if b.label == "Save").click().run()
     assert not at.exception
     kb = Workspace(get_settings(data_dir)).get_kb("Geo", caller=Caller.operator())
     assert kb.retention_days == 30 and kb.retrieval.recency_half_life_days == 365.0
+    assert kb.retrieval.stale_after_days == 90 and kb.query_log == "anonymous"
 
 
 def test_upload_page_messages_escape_file_names(data_dir, tmp_path):

@@ -60,6 +60,8 @@ class RetrievalIn(Strict):
     score_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     context_tokens: int | None = Field(default=None, ge=200, le=100_000)
     recency_half_life_days: float | None = Field(default=None, ge=0.0, le=100_000)
+    stale_after_days: int | None = Field(default=None, ge=0, le=100_000,
+                                         description="flag cited sources older than this many days (0 = never)")
     # the knowledge base's answer policy ("" = the app's RAG_ANSWER_POLICY)
     answer_policy: Literal["", "auto", "conservative", "model"] | None = None
 
@@ -87,6 +89,11 @@ class KnowledgeBaseUpdate(Strict):
     retention_days: int | None = Field(default=None, ge=0, le=36500, description="query-log retention; 0 = keep")
     query_log: Literal["full", "anonymous", "off", ""] | None = Field(
         default=None, description="what the query log keeps of questions asked here; '' = the deployment's RAG_QUERY_LOG")
+
+
+class UrlIngest(Strict):
+    url: str = Field(min_length=8, max_length=2000, description="a web page, or a sitemap (XML) of pages")
+    max_pages: int = Field(default=50, ge=1, le=1000)
 
 
 class AlertRuleCreate(Strict):

@@ -18,7 +18,7 @@ from ..schemas import AnswerOut, kb_listing
 from . import answering
 from .errors import error_payload
 from .auth import Principal
-from .models import (AlertRuleCreate, DocumentUpdate, FeedbackRequest, KnowledgeBaseCreate, KnowledgeBaseUpdate, QueryRequest,
+from .models import (AlertRuleCreate, DocumentUpdate, UrlIngest, FeedbackRequest, KnowledgeBaseCreate, KnowledgeBaseUpdate, QueryRequest,
                      SearchRequest, ThreadCreate, ThreadRename)
 
 
@@ -139,6 +139,18 @@ async def upload_documents(kb: str, request: Request, files: list[UploadFile] = 
                        "nothing was uploaded: " + "; ".join(problems))
     job_id = await anyio.to_thread.run_sync(lambda: ws.submit_upload(target.kb_id, batch, caller=p.caller))
     return {"job_id": job_id, "status_url": f"/v1/jobs/{job_id}", "files": [n for n, _ in batch]}
+
+
+@router.post("/knowledge-bases/{kb}/urls", tags=["documents"])
+def add_urls(kb: str, body: UrlIngest, request: Request, p: Principal = WRITE):
+    """A web page, or the pages its sitemap lists, fetched now (robots.txt honoured), each page's
+    main text indexed with its URL as the source and the fetch day as its date; the report
+    says, per URL, ingested, unchanged ("duplicate") or failed with the reason."""
+    stats = ws_of(request).ingest_url(kb, body.url, caller=p.caller, max_pages=body.max_pages)
+    return {"pages": sum(r.status == "ingested" for r in stats.reports),
+            "unchanged": sum(r.status == "duplicate" for r in stats.reports),
+            "failed": sum(r.status == "failed" for r in stats.reports), "chunks": stats.chunks,
+            "reports": [r.to_dict() for r in stats.reports]}
 
 
 @router.delete("/knowledge-bases/{kb}/documents/{doc_id}", status_code=204, tags=["documents"])

@@ -51,6 +51,7 @@ from ..retrieval.retriever import GroundworkRetriever
 from ..retrieval.settings import merged_settings
 from ..text import messages
 from ..text.language import question_language
+from ..text.latest import asks_for_latest
 from . import record
 from .check import Checker
 from .condense import condense as condense_offline, depends_on_context
@@ -198,7 +199,19 @@ class AnswerEngine:
                     question = condense_offline(question, req.history)
             else:
                 question = condense_offline(question, req.history)
-        return timed(replace(turn, standalone=question, language=language), condense=ms(t))
+        turn = replace(turn, standalone=question, language=language)
+        return timed(self._recency(turn), condense=ms(t))
+
+    def _recency(self, turn: Turn) -> Turn:
+        """A question asking for the latest switches recency on for itself, when its knowledge
+        bases do not prefer newer documents already (text/latest.py)."""
+        words = asks_for_latest(turn.standalone, turn.language)
+        half_life = self.settings.latest_half_life_days
+        if not words or half_life <= 0 or turn.settings.recency_half_life_days > 0:
+            return turn
+        return replace(turn, settings=replace(turn.settings, recency_half_life_days=half_life),
+                       recency=f"the question asks for the latest (\"{words}\"): newer documents first, "
+                               f"half-life {half_life:g} days")
 
     def _plan(self, turn: Turn, config: RunnableConfig) -> Turn:
         """The planner's route for the standalone question (planner.py), over the documents the

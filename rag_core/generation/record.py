@@ -12,9 +12,11 @@ from ..grounding.conflicts import conflict_record
 from ..grounding.verify import confidence
 from ..models import Answer, Citation, Claim, ScoredChunk
 from ..retrieval.query import key_terms
+from ..retrieval.recency import today_day
 from ..text import messages
 from ..text.sentences import close_fences, only_headings
 from ..text.stopwords import STOPWORDS as STOPWORDS_BY_LANG
+from . import aging
 from .extractive import Evidence as Reading
 from .passage import passage_for, sentence_by_terms
 from .kit import Kit
@@ -39,6 +41,12 @@ def answer(kit: Kit, draft: Draft, checked: Checked, decision: Decision, sig: Si
         cited_docs = {cit.doc_id for cit in res.citations}
         info["documents_cited"] = sum(1 for d in draft.documents if d.doc_id in cited_docs)
     place_pages(kit, res.citations, checked.sources, checked.claims, draft.highlight)
+    aging.flag(res.citations, turn.req.catalogue, turn.settings.stale_after_days, today_day())
+    if turn.recency:
+        info["recency"] = turn.recency
+    stale = [f"[{c.n}] {c.source}: {c.stale}" for c in res.citations if c.stale]
+    if stale:
+        info["stale_sources"] = stale
     shown = [conflict_record(cf, checked.sources, res.mapping) for cf in draft.conflicts]
     whole = sig.route in ("document", "compare")
     timings = {**turn.timings, "total": ms(turn.t0)}
@@ -80,6 +88,8 @@ def abstention(kit: Kit, ctx: Context, decision: Decision, sig: Signals, offer=(
     ]
     first = "language" if decision.decided_by == LANGUAGE else "unconfirmed" if closest else "abstain"
     extra = {"detail": decision.detail} if decision.detail else {}
+    if turn.recency:
+        extra["recency"] = turn.recency
     if offer:
         extra["offered"] = "outline" if sig.route == "document" else "each document's passage"
     return Answer(

@@ -63,6 +63,7 @@ class Turn:
     models: dict[str, str] = field(default_factory=dict)  # ids of the models used; "llm_error" when it failed
     language: str = "en"  # the question's (text/language.py); refusals and help come in it where the app speaks it
     route: Route = field(default_factory=lambda: Route("search", (), "rules", ""))
+    recency: str = ""  # why newer documents come first for this question ("" = not switched on here)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ question never makes retrieval worse for the one already selected:
 - alpha: the mean (a blend of the keyword/vector preferences);
 - fusion: the one most of them use; a tie falls back to the default, relative score;
 - recency_half_life_days: the shortest that is on (a knowledge base that prefers new
-  documents keeps that preference; 0 = off when none has it).
+  documents keeps that preference; 0 = off when none has it);
+- stale_after_days: the shortest that is on (a source old for one is flagged).
 One knowledge base: its own settings, unchanged."""
 
 from __future__ import annotations
@@ -39,4 +40,5 @@ def merged_settings(kbs: list[KnowledgeBase]) -> RetrievalSettings:
         score_threshold=min(r.score_threshold for r in rs),
         context_tokens=max(r.context_tokens for r in rs),
         recency_half_life_days=min((r.recency_half_life_days for r in rs if r.recency_half_life_days > 0), default=0.0),
+        stale_after_days=min((r.stale_after_days for r in rs if r.stale_after_days > 0), default=0),
     )

@@ -32,6 +32,8 @@ KB_ROUTES = {
         f"/v1/knowledge-bases/{kb}/documents/{DOC}", json={"date": "2001-02-03"}),
     ("GET", "/v1/knowledge-bases/{kb}/documents/{doc_id}/original"): lambda c, kb: c.get(
         f"/v1/knowledge-bases/{kb}/documents/{DOC}/original"),
+    ("POST", "/v1/knowledge-bases/{kb}/urls"): lambda c, kb: c.post(
+        f"/v1/knowledge-bases/{kb}/urls", json={"url": "http://127.0.0.1:9/page"}),
     ("POST", "/v1/query"): lambda c, kb: c.post("/v1/query", json={"question": "What is the launch code?",
                                                                    "knowledge_bases": [kb]}),
     ("POST", "/v1/search"): lambda c, kb: c.post("/v1/search", json={"query": "launch code", "knowledge_bases": [kb]}),
@@ -52,7 +54,7 @@ OTHER_ROUTES = {("GET", "/v1/knowledge-bases"), ("POST", "/v1/knowledge-bases"),
 OPEN_ROUTES = {("GET", "/v1/health"), ("GET", "/v1/ready")}
 WRITES = {("PATCH", "/v1/knowledge-bases/{kb}"), ("DELETE", "/v1/knowledge-bases/{kb}"),
           ("POST", "/v1/knowledge-bases/{kb}/documents"), ("DELETE", "/v1/knowledge-bases/{kb}/documents/{doc_id}"),
-          ("PATCH", "/v1/knowledge-bases/{kb}/documents/{doc_id}")}
+          ("PATCH", "/v1/knowledge-bases/{kb}/documents/{doc_id}"), ("POST", "/v1/knowledge-bases/{kb}/urls")}
 
 
 def routes(base: str) -> set[tuple[str, str]]:

@@ -171,15 +171,23 @@ def ask_in_chat(page, question: str):
     # is running, and sends the question again only when the app is idle and the box still
     # holds it, unsent (an Enter that landed while a rerun replaced the box is lost; a sent
     # question empties the box). Up to 10 minutes in all.
+    # The predicate is polled every 500 ms and also read directly after each wait: in suite run 7
+    # under load the question and its answer were on the page (the failure's screenshot) while a
+    # wait polled on animation frames timed out for 10 minutes.
+    def shown() -> bool:
+        return len(messages.evaluate_all(showing, question)) > before
+
     deadline = time.monotonic() + 600
-    while True:
+    while not shown():
         try:
             page.wait_for_function(
                 """([q, n]) => [...document.querySelectorAll('[data-testid=stChatMessage]')]
                                 .filter(e => e.innerText.includes(q)).length > n""", arg=[question, before],
-                timeout=20_000)
+                polling=500, timeout=20_000)
             break
         except PlaywrightTimeout:
+            if shown():
+                break
             if time.monotonic() > deadline:
                 raise
             running = page.locator("[data-testid=stStatusWidget]").is_visible()
@@ -618,3 +626,47 @@ def test_an_injected_image_or_link_is_never_fetched_by_the_chat_page(page, tmp_p
         assert listener.requests == []  # the attacker saw nothing
     finally:
         listener.stop()
+
+
+def test_an_alert_banner_costs_and_an_unlogged_answer_on_the_pages(server, page, tmp_path, shot_on_failure):
+    """Issue 53's page features: a knowledge base whose query log is off still answers, and the
+    chat says the answer was not recorded (so it has no rating buttons); an alert rule that fires
+    shows its banner on Analytics, above the models' tokens and costs."""
+    sys.path.insert(0, str(REPO))
+    from rag_core.access import Caller
+    from rag_core.config import get_settings
+    from rag_core.workspace import Workspace
+
+    url, _, data = server
+    op = Caller.operator()
+    quiet = tmp_path / "quiet.md"
+    quiet.write_text("# Quiet room\n\nThe quiet room opens at seven in the morning.\n")
+    kb_with_file(data, "Quiet", quiet)
+    ws = Workspace(get_settings(data))
+    try:
+        ws.update_kb("Quiet", caller=op, query_log="off")
+        rule = ws.add_alert_rule("p95_latency_ms", 0.001, window_minutes=600, min_answers=1, caller=op)
+        a = ws.ask(["Quiet"], "When does the quiet room open?", caller=op)
+        ws.feedback.log_answer(a, [])  # one logged answer for the rule to measure (Quiet itself logs nothing)
+        assert [e["rule_id"] for e in ws.check_alerts(caller=op)] == [rule.rule_id]
+    finally:
+        ws.close()
+    try:
+        page.goto(url)
+        select_kb_in_chat(page, "Quiet")
+        reply = ask_in_chat(page, "When does the quiet room open?")
+        reply.get_by_text("seven in the morning").first.wait_for()
+        reply.get_by_text("this answer was not recorded").wait_for()
+        assert reply.locator("[data-testid=stFeedback]").count() == 0  # nothing to rate
+        page.get_by_role("link", name="Analytics", exact=True).click()
+        page.get_by_text("Feedback analytics").wait_for()
+        page.get_by_text("Alert: p95 latency ms is").wait_for()
+        page.get_by_text("Models, tokens and costs").wait_for()
+        page.get_by_text("Questions asked in Quiet are not logged").wait_for()
+        page.screenshot(path=str(SHOTS / "9-alert-banner.png"), full_page=True)
+    finally:
+        ws = Workspace(get_settings(data))
+        try:
+            ws.delete_alert_rule(rule.rule_id, caller=op)
+        finally:
+            ws.close()
