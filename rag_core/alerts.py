@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass
 
 from .db import Database
 from .errors import InputError
+from .evaluation import percentile
 
 log = logging.getLogger(__name__)
 
@@ -141,8 +142,7 @@ class Alerts:
             return sum(1 for r in rows if r["abstained"]) / n, n
         if metric == "error_rate":
             return sum(1 for r in rows if r["errors"] and json.loads(r["errors"])) / n, n
-        totals = sorted(float(json.loads(r["timings"] or "{}").get("total", 0.0)) for r in rows)
-        return totals[min(n - 1, int(round(0.95 * (n - 1))))], n
+        return percentile([float(json.loads(r["timings"] or "{}").get("total", 0.0)) for r in rows], 95), n
 
     # ---- the decision ---------------------------------------------------------------------
     def maybe_check(self) -> None:

@@ -11,7 +11,9 @@ import sys
 import time
 from pathlib import Path
 
+from .alerts import METRICS
 from .errors import GroundworkError
+from .privacy import LOG_LEVELS
 
 EXIT_BAD_INPUT = 2
 
@@ -738,7 +740,7 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("--owners", default=None, help="replaces the owners list (co-owners)")
     u.add_argument("--retention-days", type=int, default=None, metavar="DAYS",
                    help="keep questions asked here (and their feedback) this many days; 0 = until deleted")
-    u.add_argument("--query-log", default=None, choices=("default", "full", "anonymous", "off"),
+    u.add_argument("--query-log", default=None, choices=("default", *LOG_LEVELS),
                    help="what the query log keeps of questions asked here (default: RAG_QUERY_LOG; a knowledge "
                    "base may keep less than the deployment, never more)")
     u.add_argument("--stale-after-days", type=int, default=None, metavar="DAYS",
@@ -782,7 +784,7 @@ def build_parser() -> argparse.ArgumentParser:
     al_sub = al.add_subparsers(dest="alerts_cmd", required=True)
     al_sub.add_parser("list", help="the rules, firing or not", parents=[common])
     aa = al_sub.add_parser("add", help="a rule: fire when METRIC over the window exceeds THRESHOLD", parents=[common])
-    aa.add_argument("metric", choices=("p95_latency_ms", "abstention_rate", "thumbs_down_rate", "error_rate"))
+    aa.add_argument("metric", choices=METRICS)
     aa.add_argument("threshold", type=float, help="milliseconds for p95_latency_ms; a share (0.2 = 20%%) for rates")
     aa.add_argument("--window", type=int, default=15, metavar="MINUTES")
     aa.add_argument("--min-answers", type=int, default=5, help="judge a window only with this many answers")

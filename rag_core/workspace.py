@@ -18,6 +18,7 @@ from .embeddings import get_embedder
 from .feedback import FeedbackLog
 from .errors import InputError, NotFound
 from .ingest.pipeline import IngestStats, Ingestor, delete_document
+from .privacy import LOG_LEVELS
 from .models import Chunk, Citation, Document, KnowledgeBase, RetrievalSettings, SearchFilters
 from .process import bound_malloc_arenas
 from .reader import LEGACY_ANSWERS, answers_calibration
@@ -219,7 +220,7 @@ class Workspace:
         new = replace(kb, **changes)
         if new.retention_days < 0:
             raise InputError("retention is a number of days ≥ 0 (0 = keep until deleted)")
-        if new.query_log not in ("", "full", "anonymous", "off"):
+        if new.query_log and new.query_log not in LOG_LEVELS:
             raise InputError("query log is one of full, anonymous, off (or empty: the deployment's setting)")
         if new.owners != kb.owners and not new.owners and not caller.admin:
             raise InputError("a knowledge base keeps at least one owner")
@@ -475,23 +476,15 @@ class Workspace:
             raise InputError("max_pages is 1 to 1000")
         got = fetch(url, max_pages=max_pages, allow_private=self.settings.url_allow_private,
                     max_bytes=self.settings.max_file_mb * 1024 * 1024)
+        stats = IngestStats()
         with tempfile.TemporaryDirectory(prefix="gw-web-") as tmp:
-            paths, names, dates = [], {}, {}
+            names = {}
             for i, page in enumerate(got.pages):
                 p = Path(tmp) / f"page-{i:04d}.md"
                 p.write_text(f"# {page.title}\n\n{page.markdown}\n", encoding="utf-8")
-                paths.append(p)
                 names[p] = page.url
-                dates[page.fetched] = True
-            # one call per fetch day (a fetch spans one, or two around midnight UTC)
-            stats = IngestStats(files=0)
-            for day in dates:
-                part = [p for p, page in zip(paths, got.pages) if page.fetched == day]
-                one = self.ingestor.ingest(kb, part, display_names=names, date=day)
-                stats.files += one.files
-                stats.documents += one.documents
-                stats.chunks += one.chunks
-                stats.reports += one.reports
+            if names:  # fetch() dates every page of one call with the same day
+                stats = self.ingestor.ingest(kb, list(names), display_names=names, date=got.pages[0].fetched)
         stats.files += len(got.skipped)
         stats.reports += [FileReport(file=u, status="failed", reason=why) for u, why in got.skipped]
         return stats

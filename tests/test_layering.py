@@ -14,8 +14,8 @@ LAYERS = [
     {"errors", "models", "config", "db"},
     {"text", "access", "leases", "inference", "privacy"},  # the shared lowest layer of logic
     {"embeddings", "stores", "reader", "appdb", "evaluation", "feedback", "threads", "api_keys", "schemas",
-     "answer_cache", "alerts"},
-    {"ingest", "retrieval", "grounding", "gaps"},
+     "answer_cache"},
+    {"ingest", "retrieval", "grounding", "gaps", "alerts"},
     {"generation", "citation_view", "render"},
     {"workspace"},
     {"public", "api"},  # what outsiders build on: the LangChain retriever, the HTTP service
