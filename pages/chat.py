@@ -26,7 +26,7 @@ from rag_core.models import conflict_note
 from rag_core.text.language import name as language_name
 from rag_core.text.language import question_language
 from rag_core.models import Answer, Citation
-from rag_core.render import (answer_markdown, closest_heading, decision_line, draft_markdown, escape_md,
+from rag_core.render import (answer_markdown, citation_place, closest_heading, decision_line, draft_markdown, escape_md,
                              marker_text, passage_markdown, plain_answer, timing_markdown)
 from rag_core.text import messages as ui_text
 
@@ -208,6 +208,8 @@ def show_source(c: Citation, as_citation: bool = True) -> None:
                              alt=f"Page {view.page} of {c.source}, the cited passage highlighted")
             else:
                 st.image(view.png, width="stretch", output_format="PNG", alt=f"Page {view.page} of {c.source}")
+        elif (code := ws.cited_code(c, caller=me)) is not None:  # the title line names the definition's lines
+            st.code(code[1], language=code[0], line_numbers=True)
         else:
             segments = ws.cited_context(c, caller=me)
             body = "".join(f"<mark>{html.escape(t)}</mark>" if hit else html.escape(t) for t, hit in segments)
@@ -335,7 +337,7 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
                     # the passage as an answer would show it (code as code, lists as lists),
                     # its best sentence in bold
                     st.markdown(passage_markdown(c.passage or c.snippet, c.snippet))
-                    if st.button(f"{escape_md(c.source)} · p. {c.page}" + (f" · {c.date}" if c.date else "")
+                    if st.button(f"{escape_md(c.source)} · {citation_place(c)}" + (f" · {c.date}" if c.date else "")
                                  + (" · OCR" if c.ocr else ""),
                                  key=f"closest_{idx}_{c.n}", type="tertiary", icon=":material/description:"):
                         show_source(c, as_citation=False)
@@ -362,7 +364,7 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
         # text (`![](http://…)` in a document must not load an image), so both are escaped.
         with st.container(horizontal=True, gap="small"):
             for c in answer.citations:
-                if st.button(f"{marker_text([c.n])} {escape_md(c.source)} · p. {c.page}"
+                if st.button(f"{marker_text([c.n])} {escape_md(c.source)} · {citation_place(c)}"
                              + (f" · {c.date}" if c.date else "") + (" · OCR" if c.ocr else "")
                              + (" · :material/history: may be out of date" if c.stale else ""),
                              key=f"src_{idx}_{c.n}",

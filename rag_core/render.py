@@ -13,6 +13,7 @@ from .grounding.verify import answer_sentences, plain, quotation_key
 from .models import Answer
 from .text.messages import text
 from .text.sentences import HEADING_LINE, split_units
+from .text.source_code import code_language
 
 # Every ASCII punctuation character that starts or ends something in Streamlit's Markdown:
 # CommonMark/GFM syntax (emphasis, links and images, code, headings, lists, quotes, tables,
@@ -284,12 +285,25 @@ def passage_markdown(passage: str, highlight: str = "") -> str:
 
 
 
+_LINES = re.compile(r"lines? \d+(?:–\d+)?$")
+
+
+def citation_place(c) -> str:
+    """Where in its source a citation points, as a label shows it: "p. 3", or, in source code
+    (which has no pages), the cited definition's lines, "lines 6–10"."""
+    if code_language(c.source):
+        m = _LINES.search(c.section.rsplit(" > ", 1)[-1])
+        if m:
+            return m.group()
+    return f"p. {c.page}"
+
+
 def plain_answer(answer: Answer) -> str:
     """What "copy" puts on the clipboard: the answer with its [n] markers and a source list."""
     lines = [answer.text.strip()]
     if answer.citations:
         lines.append("")
-        lines += [f"[{c.n}] {c.source}, page {c.page}" + (f" ({c.section})" if c.section else "")
+        lines += [f"[{c.n}] {c.source}, {citation_place(c).replace('p. ', 'page ')}" + (f" ({c.section})" if c.section else "")
                   + (f", {c.date}" if c.date else "") + (f" — may be out of date: {c.stale}" if c.stale else "")
                   for c in answer.citations]
     if answer.conflicts:

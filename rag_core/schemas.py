@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .models import Answer, Citation
 
-CITATION_FIELDS = ("n", "doc_id", "source", "page", "chunk_id", "snippet", "score", "date")
+CITATION_FIELDS = ("n", "doc_id", "source", "page", "chunk_id", "snippet", "score", "date", "section")
 
 
 class CitationOut(BaseModel):
@@ -22,6 +22,7 @@ class CitationOut(BaseModel):
     snippet: str
     score: float
     date: str = ""  # the document's date, YYYY-MM-DD
+    section: str = ""  # the heading path of the cited passage (in source code: the definition and its lines)
 
     @classmethod
     def of(cls, c: Citation) -> CitationOut:

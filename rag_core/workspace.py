@@ -591,6 +591,17 @@ class Workspace:
         prev, nxt = neighbours(self.store, cur)
         return highlight_in_context(prev, cur, nxt, citation.snippet)
 
+    def cited_code(self, citation: Citation, *, caller: Caller) -> tuple[str, str] | None:
+        """(language, code) of a citation into a source-code file: the cited definition's
+        code as written, for a view that colours it; None when the source is not code."""
+        from .text.source_code import code_part, language_of_mime
+
+        doc = self.accessible_document(citation.kb_id, citation.doc_id, caller=caller)
+        language = language_of_mime(doc.mime)
+        if language is None:
+            return None
+        return language, code_part(self._cited_chunk(citation).text)
+
     def _cited_chunk(self, citation: Citation) -> Chunk:
         chunks = [c for c in self.store.get_chunks([citation.chunk_id]) if c.doc_id == citation.doc_id]
         if not chunks:

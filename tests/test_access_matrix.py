@@ -85,6 +85,7 @@ SURFACES = {
     "original_bytes": ("doc", lambda ws, c, t: ws.original_bytes(t.kb_id, t.doc_id, caller=c)),
     "cited_page": ("doc", lambda ws, c, t: ws.cited_page(t.citation, caller=c)),
     "cited_context": ("doc", lambda ws, c, t: ws.cited_context(t.citation, caller=c)),
+    "cited_code": ("doc", lambda ws, c, t: ws.cited_code(t.citation, caller=c)),
     "writable_kb": ("write", lambda ws, c, t: ws.writable_kb(t.name, caller=c)),
     "update_kb": ("write", lambda ws, c, t: ws.update_kb(t.name, caller=c, acl_users=["bob", "carol", "ana"])),
     "delete_kb": ("write", lambda ws, c, t: ws.delete_kb(t.name, caller=c)),

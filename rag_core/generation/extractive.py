@@ -27,6 +27,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..text.sentences import split_sentences
+from ..text.source_code import code_language, prose_part
 from .passage import cite, cite_each, flat, is_code, jaccard, opening, passage_for, verbatim
 from ..models import ScoredChunk
 from ..reader import answer_input
@@ -101,7 +102,8 @@ class ExtractiveAnswerer:
         cands: list[tuple[int, int, str]] = []
         sentences: dict[int, list[str]] = {}  # per passage, whitespace-normalised (neighbours for _inputs)
         for si, r in enumerate(sources[: max_passages or self.max_passages]):
-            sentences[si] = [" ".join(sent.split()) for sent in split_sentences(r.chunk.text)]
+            text = prose_part(r.chunk.text) if code_language(r.chunk.source) else r.chunk.text
+            sentences[si] = [" ".join(sent.split()) for sent in split_sentences(text)]
             sents = sentences[si]
             for k, s in enumerate(sents):
                 if is_code(s):

@@ -37,7 +37,7 @@ from ..db import Database
 from ..models import Chunk, ScoredChunk, SearchFilters
 from ..process import trim_heap
 from ..text.fusion import fuse_ranked
-from ..text.analysis import analyze, query_terms
+from ..text.analysis import chunk_terms, query_terms
 from . import snapshot
 from .memindex import MemIndex, encode_terms
 from .rwlock import RWLock
@@ -489,7 +489,7 @@ class EmbeddedStore:
         counts = []
         for ch in chunks:
             tc: dict[str, int] = {}
-            for t in analyze(f"{ch.source}\n{ch.index_text()}", ch.language):
+            for t in chunk_terms(ch):
                 tc[t] = tc.get(t, 0) + 1
             counts.append(tc)
         try:

@@ -48,7 +48,7 @@ import numpy as np
 
 from ..errors import GroundworkError, MissingDependency
 from ..models import Chunk, ScoredChunk, SearchFilters
-from ..text.analysis import analyze, query_terms
+from ..text.analysis import chunk_terms, query_terms
 
 COLLECTION = "GroundworkChunk"
 SCHEMA_VERSION = "1"
@@ -308,7 +308,7 @@ class WeaviateStore:
         objs = []
         for ch, vec in zip(chunks, vectors if vectors is not None else [None] * len(chunks)):
             props = {
-                "content": " ".join(analyze(f"{ch.source}\n{ch.index_text()}", ch.language)), "text": ch.text,
+                "content": " ".join(chunk_terms(ch)), "text": ch.text,
                 "title": ch.title, "language": ch.language or "",
                 "section": ch.section, "source": ch.source, "chunk_type": ch.chunk_type, "chunk_id": ch.chunk_id,
                 "doc_id": ch.doc_id, "kb_id": ch.kb_id, "doc_key": f"{ch.kb_id}/{ch.doc_id}", "tenant": ch.tenant or "",
@@ -381,7 +381,7 @@ class WeaviateStore:
             ch.language = language
             vec = o.vector.get("default") if isinstance(o.vector, dict) else o.vector
             props = {**o.properties, "language": language,
-                     "content": " ".join(analyze(f"{ch.source}\n{ch.index_text()}", language))}
+                     "content": " ".join(chunk_terms(ch, language))}
             objs.append(DataObject(properties=props, vector=vec or None, uuid=o.uuid))
         return self._upsert(objs, "language updates")
 

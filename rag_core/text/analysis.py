@@ -176,6 +176,31 @@ def analyze(text: str, lang: str | None = None, keep_stopwords: bool = False) ->
     return out
 
 
+# An identifier made of words: snake_case, camelCase, PascalCase, SCREAMING_CASE (read_csv,
+# getUserById, HTTPServer). Its whole form is one term already (`\w+` keeps "_"); its words are
+# indexed beside it in code so that "how do I get a user by id" meets `getUserById`.
+_COMPOUND = re.compile(r"\b(?=\w*(?:_|[a-z][A-Z]|[A-Z][A-Z][a-z]))[A-Za-z_][A-Za-z0-9_]*[A-Za-z0-9]\b")
+_CAMEL_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+def identifier_words(text: str) -> str:
+    """The words inside the compound identifiers of `text`, space-separated
+    ("x = read_csv(p); getUserById(1)" → "read csv get User By Id")."""
+    return " ".join(w for m in _COMPOUND.finditer(text) for w in _CAMEL_PARTS.findall(m.group()))
+
+
+def chunk_terms(chunk, language: str | None = None) -> list[str]:
+    """A passage's keyword-index terms, one definition for every store: its source name,
+    heading and text analysed in its language (`language` overrides the chunk's), plus, for
+    code, the words inside its identifiers. A query is analysed as it is (`query_terms`): an
+    identifier it names whole matches the whole term, its plain words match the parts."""
+    lang = language if language is not None else chunk.language
+    terms = analyze(f"{chunk.source}\n{chunk.index_text()}", lang)
+    if chunk.chunk_type == "code":
+        terms += analyze(identifier_words(chunk.text), lang)
+    return terms
+
+
 def term_weights(terms: list[str], idf=None) -> dict[str, float]:
     """Each distinct term (in order) → its idf from the store, 1 where the store cannot say;
     floored at 0.05 so a term found in every document still counts a little."""

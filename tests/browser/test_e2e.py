@@ -684,3 +684,33 @@ def test_an_alert_banner_costs_and_an_unlogged_answer_on_the_pages(server, page,
             ws.delete_alert_rule(rule.rule_id, caller=op)
         finally:
             ws.close()
+
+
+def test_a_source_file_is_cited_by_its_lines_and_shown_as_code(server, page, tmp_path, shot_on_failure):
+    """Source code (issue 53, part 9): the answer quotes what the author wrote about a function,
+    its citation names the function's lines in the file, not a page, and the source view shows
+    the function as code (Streamlit's code block, coloured in its language), not as prose."""
+    import re
+
+    url, _, data = server
+    src = tmp_path / "loader.py"
+    src.write_text('"""Reading tables from files."""\n\nimport csv\n\n\n'
+                   "# Parse a CSV file into rows; the separator defaults to a comma.\n"
+                   'def read_csv(path, sep=","):\n'
+                   '    """Read a CSV file and return a list of dictionaries, one per row."""\n'
+                   "    with open(path) as fh:\n        return list(csv.DictReader(fh, delimiter=sep))\n")
+    kb_with_file(data, "Code", src)
+    page.goto(url)
+    select_kb_in_chat(page, "Code")
+    reply = ask_in_chat(page, "What does read_csv return?")
+    reply.get_by_text("list of dictionaries, one per row").first.wait_for()
+    button = reply.get_by_role("button", name=re.compile(r"loader\.py · lines 6–10"))
+    button.first.click()
+    dialog = page.get_by_role("dialog")
+    code = dialog.locator("pre code")
+    code.first.wait_for()
+    shown = code.first.inner_text()
+    assert 'def read_csv(path, sep=","):' in shown and "csv.DictReader(fh, delimiter=sep)" in shown
+    assert "import csv" not in shown  # the cited definition, not the whole file
+    dialog.get_by_text('loader.py · def read_csv(path, sep=","): — lines 6–10').wait_for()  # the title names them
+    page.screenshot(path=str(SHOTS / "9-code-source.png"), full_page=True)

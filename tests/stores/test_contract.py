@@ -375,3 +375,24 @@ def test_cleared_vectors_leave_vector_search_and_keyword_search_keeps_the_docume
     assert s.set_vectors(["kb/a#0", "kb/a#1"], np.stack([unit(4), unit(5)])) == 2
     for st in (s, other):
         assert [r.chunk.chunk_id for r in st.vector_search(unit(4), 1, ALL)] == ["kb/a#0"]
+
+
+def test_code_is_keyword_searchable_by_whole_identifiers_and_by_their_words(store_factory):
+    """Issue 53: an identifier is one term (`read_csv` meets `read_csv`, not every passage
+    with "read" or "csv"), and in code its words are indexed beside it, so a question in
+    plain words ("get a user by id") meets `getUserById`."""
+    s = store_factory()
+    code = [Chunk(chunk_id="kb1/c#0", doc_id="c", kb_id="kb1", source="users.js", chunk_type="code", ordinal=0,
+                  text="```javascript\nexport async function getUserById(id) {\n  return db.rows[id];\n}\n```"),
+            Chunk(chunk_id="kb1/c#1", doc_id="c", kb_id="kb1", source="users.js", chunk_type="code", ordinal=1,
+                  text="```python\ndef read_csv(path):\n    return parse(path)\n```")]
+    prose = make_chunks("p", "kb1", ["To read a csv file you open it first; csv files read fast and read well.",
+                                     "The user id is shown on the profile page of every user."])
+    s.add_chunks(code + prose, np.stack([unit(0), unit(1), unit(2), unit(3)]))
+    assert s.keyword_search("read_csv", 5, ALL)[0].chunk.chunk_id == "kb1/c#1"
+    assert s.keyword_search("getUserById", 5, ALL)[0].chunk.chunk_id == "kb1/c#0"
+    assert [r.chunk.chunk_id for r in s.keyword_search("getUserById", 5, ALL)] == ["kb1/c#0"]  # one term, in one passage
+    hits = [r.chunk.chunk_id for r in s.keyword_search("get user by id", 5, ALL)]
+    assert "kb1/c#0" in hits  # the identifier's words are in the index
+    # prose is indexed as before: its words only, no identifier splitting
+    assert not s.keyword_search("getuserbyid", 5, SearchFilters(doc_ids=["p"]))

@@ -17,7 +17,7 @@ from pathlib import Path
 from rag_core.errors import LoadError, UnsupportedFileType
 from rag_core.models import LoadedDocument
 
-from . import delimited, docx, epub, html, jsonl, pdf, slides, spreadsheet, text
+from . import code, delimited, docx, epub, html, jsonl, pdf, slides, spreadsheet, text
 from .common import EMPTY_FILE, LoadOptions, title_from_filename
 from .pdf import clean_pdf_text
 
@@ -25,7 +25,7 @@ __all__ = ["SUPPORTED_EXTENSIONS", "LoadOptions", "clean_pdf_text", "load_file",
 
 log = logging.getLogger(__name__)
 
-_FORMATS = (pdf, docx, slides, spreadsheet, epub, html, text, delimited, jsonl)
+_FORMATS = (pdf, docx, slides, spreadsheet, epub, html, text, delimited, jsonl, code)
 _BY_EXT = {ext: fmt for fmt in _FORMATS for ext in fmt.EXTENSIONS}
 SUPPORTED_EXTENSIONS: frozenset[str] = frozenset(_BY_EXT)
 

@@ -28,7 +28,10 @@ def test_title_from_filename(name, title):
 
 def test_supported_extensions():
     assert SUPPORTED_EXTENSIONS == frozenset(
-        {".pdf", ".txt", ".md", ".markdown", ".html", ".htm", ".docx", ".csv", ".jsonl", ".pptx", ".xlsx", ".epub"}
+        {".pdf", ".txt", ".md", ".markdown", ".html", ".htm", ".docx", ".csv", ".jsonl", ".pptx", ".xlsx", ".epub",
+         # source code (issue 53)
+         ".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".go", ".java", ".c", ".h", ".cpp", ".cc",
+         ".cxx", ".hpp", ".cs", ".rs", ".rb", ".php", ".sh", ".bash", ".sql"}
     )
 
 
