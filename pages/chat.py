@@ -20,6 +20,7 @@ from pages.common import caller, friendly_errors, selected_kbs, workspace
 from rag_core.citation_view import highlight_band
 from rag_core.errors import GroundworkError
 from rag_core.generation.kit import AnswerCancelled
+from rag_core.generation.steps import AnswerOptions
 from rag_core.inference import run_for
 from rag_core.feedback import REASONS
 from rag_core.models import conflict_note
@@ -123,7 +124,9 @@ new_chat.button("New chat", icon=":material/add_comment:", on_click=start_new_ch
                 help="Start a new conversation (this one stays in the list on the left).")
 
 # ---- scope: the selected knowledge bases, optionally only some of their documents ------
-docs = {d.doc_id: (d.source, kb) for kb in kbs for d in ws.list_documents(kb, caller=me)}
+listed = [(d, kb) for kb in kbs for d in ws.list_documents(kb, caller=me)]
+docs = {d.doc_id: (d.source, kb) for d, kb in listed}
+drafts = sum(d.trust == "draft" for d, _ in listed)
 if "scope_docs" in st.session_state:  # documents of a knowledge base no longer selected drop out
     st.session_state.scope_docs = [d for d in st.session_state.scope_docs if d in docs]
 scope_col, after_col, before_col = st.columns([3, 1, 1])
@@ -140,8 +143,12 @@ before = before_col.date_input("Only documents before", value=None, key="scope_b
                                help="Keep documents dated on or before this day (empty: no limit).")
 after = after.isoformat() if after else None
 before = before.isoformat() if before else None
+# Documents an owner marked draft stay out of answers unless asked for (shown only when there are some).
+include_drafts = drafts > 0 and st.toggle(f"Include drafts ({drafts})", key="include_drafts",
+                                          help="Answer from documents marked draft on the Upload page too.")
 st.caption("Answering from: " + ", ".join(f"**{escape_md(n)}**" for n in kbs)
            + (f" · only {len(scope)} chosen document(s)" if scope else "")
+           + (" · drafts included" if include_drafts else f" · {drafts} draft(s) left out" if drafts else "")
            + (f" · dated {after or '…'} to {before or '…'}" if after or before else ""))
 if (share := ws.indexing_progress(kbs, caller=me)) is not None:
     st.caption(f":material/hourglass_top: indexing {share:.0%} — new documents are searchable by their words "
@@ -366,6 +373,7 @@ def render_answer(m: dict, idx: int, last: bool) -> None:
             for c in answer.citations:
                 if st.button(f"{marker_text([c.n])} {escape_md(c.source)} · {citation_place(c)}"
                              + (f" · {c.date}" if c.date else "") + (" · OCR" if c.ocr else "")
+                             + (" · :material/verified: trusted" if c.trusted else "")
                              + (" · :material/history: may be out of date" if c.stale else ""),
                              key=f"src_{idx}_{c.n}",
                              type="tertiary", icon=":material/description:",
@@ -499,7 +507,8 @@ if question:
         with friendly_errors("Answering"):
             req = ws.answer_request(kbs, question, history=history, doc_ids=scope or None, caller=me,
                                     after=after, before=before, route=st.session_state.pop("pending_route", None),
-                                    no_cache=st.session_state.pop("pending_no_cache", False))
+                                    no_cache=st.session_state.pop("pending_no_cache", False),
+                                    options=AnswerOptions(include_drafts=include_drafts))
             answer = stream_answer(req, question_language(question))
             kb_ids = [ws.get_kb(n, caller=me).kb_id for n in kbs]
             qid = feedback_log.log_answer(answer, kb_ids, thread_id=tid)

@@ -156,6 +156,18 @@ def save_language(doc_id: str, source: str) -> None:
         st.toast(f"{escape_md(source)} is now read as {escape_md(language_name(picked))}.")
 
 
+TRUST_LABELS = {"trusted": "Trusted", "normal": "Normal", "draft": "Draft"}
+
+
+def save_trust(doc_id: str, source: str) -> None:
+    picked = st.session_state.get(f"trust_{doc_id}")
+    if not picked:
+        return
+    with friendly_errors("Changing the trust mark"):
+        ws.set_document_trust(kb.kb_id, doc_id, picked, caller=me)
+        st.toast(f"{escape_md(source)} is now marked {TRUST_LABELS[picked].lower()}.")
+
+
 def documents_panel() -> None:
     st.subheader(f"Documents in {escape_md(kb.name)}")
     docs = ws.list_documents(kb.kb_id, caller=me)
@@ -180,7 +192,7 @@ def documents_panel() -> None:
         if len(docs) > DOCS_SHOWN:
             st.caption(f"Showing {DOCS_SHOWN} of {len(docs):,} documents: type part of a name to find others.")
     for d in docs[:DOCS_SHOWN]:
-        c1, c2, c3, c5, c4 = st.columns([5, 2, 2, 2, 1])
+        c1, c2, c3, c5, c6, c4 = st.columns([5, 2, 2, 2, 2, 1])
         c1.markdown(f"**{escape_md(d.source)}**  \n{escape_md(d.title)}" if d.title and d.title != d.source else f"**{escape_md(d.source)}**")
         c2.caption(f"{d.pages} page(s) · {d.chunks} chunk(s)"
                    + (" · searchable, vectors being computed" if d.status == "searchable" else ""))
@@ -196,6 +208,10 @@ def documents_panel() -> None:
                      index=0, format_func=language_name, key=f"lang_{d.doc_id}", disabled=not may_write,
                      on_change=save_language, args=(d.doc_id, d.source),
                      help="The language the document is written in: its keyword search reads it so.")
+        c6.selectbox("Trust", list(TRUST_LABELS), index=list(TRUST_LABELS).index(d.trust), format_func=TRUST_LABELS.get,
+                     key=f"trust_{d.doc_id}", disabled=not may_write, on_change=save_trust, args=(d.doc_id, d.source),
+                     help="Trusted: ranks a little higher, carries a badge where cited, and is named first when "
+                          "sources disagree. Draft: left out of answers unless a question asks for drafts.")
         if may_write and c4.button("Delete", key=f"del_{d.doc_id}"):
             with friendly_errors("Deleting"):
                 ws.delete_document(kb.kb_id, d.doc_id, caller=me)

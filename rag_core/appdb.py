@@ -100,8 +100,9 @@ CREATE TRIGGER IF NOT EXISTS documents_content_delete AFTER DELETE ON documents 
     INSERT INTO kb_content (kb_id, version) VALUES (OLD.kb_id, 1)
     ON CONFLICT(kb_id) DO UPDATE SET version = version + 1;
 END;
-CREATE TRIGGER IF NOT EXISTS documents_content_update AFTER UPDATE OF status, sha256, chunks, doc_date, language, title,
-    source, tenant, acl_users, acl_groups, kb_id ON documents BEGIN
+DROP TRIGGER IF EXISTS documents_content_update;
+CREATE TRIGGER IF NOT EXISTS documents_content_change AFTER UPDATE OF status, sha256, chunks, doc_date, language, title,
+    source, tenant, acl_users, acl_groups, kb_id, trust ON documents BEGIN
     INSERT INTO kb_content (kb_id, version) VALUES (NEW.kb_id, 1)
     ON CONFLICT(kb_id) DO UPDATE SET version = version + 1;
 END;
@@ -151,6 +152,7 @@ def _doc_from_row(r) -> Document:
         date_source=r["date_source"] or "upload",
         language=r["language"] or "",
         language_source=r["language_source"] or "detected",
+        trust=r["trust"] or "normal",
     )
 
 
@@ -161,7 +163,7 @@ class AppDB:
         db.executescript(SCHEMA)
         db.add_columns("kbs", {"retention_days": "INTEGER NOT NULL DEFAULT 0", "query_log": "TEXT NOT NULL DEFAULT ''"})
         db.add_columns("documents", {"lease_owner": "TEXT", "lease_until": "REAL", "doc_date": "TEXT",
-                                     "date_source": "TEXT", "language": "TEXT", "language_source": "TEXT"})
+                                     "date_source": "TEXT", "language": "TEXT", "language_source": "TEXT", "trust": "TEXT"})
         db.executescript(CONTENT_VERSIONS)
         self.leases = Leases.of(db, lease_seconds)
 
@@ -331,6 +333,19 @@ class AppDB:
         with self.db.transaction() as c:
             c.execute("UPDATE documents SET language=?, language_source=? WHERE kb_id=? AND doc_id=?",
                       (language, source, kb_id, doc_id))
+
+    def set_document_trust(self, kb_id: str, doc_id: str, trust: str) -> None:
+        with self.db.transaction() as c:
+            c.execute("UPDATE documents SET trust=? WHERE kb_id=? AND doc_id=?", (trust, kb_id, doc_id))
+
+    def trust_marks(self, kb_ids: list[str]) -> dict[str, list[tuple[str, str]]]:
+        """{"trusted": [(kb_id, doc_id), ...], "draft": [...]} for these knowledge bases' documents."""
+        out: dict[str, list[tuple[str, str]]] = {"trusted": [], "draft": []}
+        if kb_ids:
+            for r in self.db.query(f"SELECT kb_id, doc_id, trust FROM documents WHERE kb_id IN "
+                                   f"({','.join('?' * len(kb_ids))}) AND trust IN ('trusted', 'draft')", list(kb_ids)):
+                out[r["trust"]].append((r["kb_id"], r["doc_id"]))
+        return out
 
     def languages(self, kb_ids: list[str]) -> tuple[str, ...]:
         """The languages of these knowledge bases' documents, most documents first ("" for

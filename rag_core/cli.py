@@ -234,6 +234,13 @@ def cmd_date(args) -> int:
     return 0
 
 
+def cmd_trust(args) -> int:
+    ws = _workspace(args)
+    doc = ws.set_document_trust(args.kb, args.doc_id, args.level, caller=_caller(args, ws))
+    _emit(args, {"doc_id": doc.doc_id, "trust": doc.trust}, f"{doc.source} is now marked {doc.trust}")
+    return 0
+
+
 def cmd_language(args) -> int:
     ws = _workspace(args)
     doc = ws.set_document_language(args.kb, args.doc_id, args.language, caller=_caller(args, ws))
@@ -414,7 +421,7 @@ def cmd_search(args) -> int:
             text = rec.get("question") or rec.get("text") or ""
             t = time.perf_counter()
             res = ws.search(kb_names, text, k=args.top_k, mode=args.mode, rerank=False if args.no_rerank else None,
-                            caller=caller, after=args.after, before=args.before)
+                            caller=caller, after=args.after, before=args.before, include_drafts=args.include_drafts)
             latencies.append((time.perf_counter() - t) * 1000)
             row = {
                 "id": qid,
@@ -478,6 +485,12 @@ def _answer_row(qid, a) -> dict:
     return AnswerOut.of(a, qid).model_dump()
 
 
+def _ask_options(args):
+    from .generation.steps import AnswerOptions
+
+    return AnswerOptions(include_drafts=getattr(args, "include_drafts", False))
+
+
 def cmd_ask(args) -> int:
     ws = _workspace(args)
     caller = _caller(args, ws)
@@ -491,7 +504,8 @@ def cmd_ask(args) -> int:
                 qid = rec.get("id", rec.get("_id"))
                 try:
                     a = ws.ask(kb_names, rec.get("question") or rec.get("text") or "", caller=caller,
-                               after=args.after, before=args.before, route=args.route, no_cache=args.no_cache)
+                               after=args.after, before=args.before, route=args.route, no_cache=args.no_cache,
+                               options=_ask_options(args))
                     fh.write(json.dumps(_answer_row(qid, a), ensure_ascii=False) + "\n")
                 except GroundworkError as exc:  # one bad question does not stop the batch
                     fh.write(json.dumps({"id": qid, "error": str(exc)}) + "\n")
@@ -500,7 +514,7 @@ def cmd_ask(args) -> int:
     if not args.question:
         raise GroundworkError('give a question: ask --kb NAME "QUESTION"')
     a = ws.ask(kb_names, args.question, caller=caller, after=args.after, before=args.before, route=args.route,
-               no_cache=args.no_cache)
+               no_cache=args.no_cache, options=_ask_options(args))
     if args.json:
         print(json.dumps(_answer_row(None, a), ensure_ascii=False))
         return 0
@@ -528,7 +542,7 @@ def cmd_ask(args) -> int:
         print(f"\nnote: {conflict_note(cf)}")
     print()
     for c in a.citations:
-        print(f"[{c.n}] {c.source}, page {c.page}" + (f" ({c.date})" if c.date else "")
+        print(f"[{c.n}] {c.source}, page {c.page}" + (f" ({c.date})" if c.date else "") + (" (trusted)" if c.trusted else "")
               + f": {' '.join(c.snippet.split())[:200]}")
     marks = {"supported": "✓", "partial": "~", "unsupported": "✗"}
     aq = "not judged" if a.answers_question is None else f"{a.answers_question:.2f}"
@@ -809,6 +823,13 @@ def build_parser() -> argparse.ArgumentParser:
     dt.add_argument("date", metavar="YYYY-MM-DD")
     dt.set_defaults(func=cmd_date)
 
+    tr = sub.add_parser("trust", help="mark a document trusted (ranks higher, named first in a conflict), normal, or "
+                        "draft (left out of answers unless asked for): owners and admins", parents=[common])
+    tr.add_argument("--kb", required=True)
+    tr.add_argument("doc_id")
+    tr.add_argument("level", choices=("trusted", "normal", "draft"))
+    tr.set_defaults(func=cmd_trust)
+
     lg = sub.add_parser("language", help="correct a document's language (its keyword index is rebuilt): owners and admins",
                         parents=[common])
     lg.add_argument("--kb", required=True)
@@ -843,6 +864,7 @@ def build_parser() -> argparse.ArgumentParser:
     se.add_argument("--no-rerank", action="store_true", help="skip reranking")
     se.add_argument("--after", default=None, metavar="YYYY-MM-DD", help="only documents dated on or after this day")
     se.add_argument("--before", default=None, metavar="YYYY-MM-DD", help="only documents dated on or before this day")
+    se.add_argument("--include-drafts", action="store_true", help="search documents marked draft too")
     se.set_defaults(func=cmd_search)
     ask = sub.add_parser("ask", help="answer a question with citations", parents=[common])
     ask.add_argument("--kb", required=True, help="knowledge base name (comma-separate several)")
@@ -852,6 +874,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--after", default=None, metavar="YYYY-MM-DD", help="only documents dated on or after this day")
     ask.add_argument("--before", default=None, metavar="YYYY-MM-DD", help="only documents dated on or before this day")
     ask.add_argument("--no-cache", action="store_true", help="answer afresh, not from the answer cache")
+    ask.add_argument("--include-drafts", action="store_true", help="answer from documents marked draft too")
     ask.add_argument("--route", choices=("search", "document", "compare"), default=None,
                      help="the route instead of the planner's (search: passages; document: read one whole "
                           "document; compare: the documents named, side by side)")

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import date as _date, datetime, timezone
 from typing import Any, Literal
 
+TRUST_LEVELS = ("trusted", "normal", "draft")  # Document.trust
 ChunkType = Literal["paragraph", "table", "code", "list", "heading", "ocr"]  # ocr: text read from a page image
 DocStatus = Literal["indexing", "searchable", "indexed", "failed"]  # searchable: keyword index written, vectors pending
 
@@ -151,6 +152,9 @@ class Document:
     # ISO 639-1, detected at ingest ("": not known); `language_source` "detected" | "set" (an owner's override)
     language: str = ""
     language_source: str = "detected"
+    # An owner's mark (TRUST_LEVELS): "trusted" passages rank a little higher and are named
+    # first in a conflict; "draft" documents are left out of answers unless asked for.
+    trust: str = "normal"
 
     @property
     def doc_day(self) -> int:
@@ -177,6 +181,10 @@ class SearchFilters:
     # Not a filter: the languages of the documents searched, most common first. The keyword
     # side reads the question in its own language and in these (text/analysis.query_terms).
     languages: tuple[str, ...] = ()
+    # Draft documents (kb_id, doc_id) left out unless the caller asks for them (Document.trust)
+    exclude_docs: tuple[tuple[str, str], ...] = ()
+    # Not a filter: the trusted documents among those searched, (kb_id, doc_id); ranking boosts them
+    trusted_docs: frozenset = frozenset()
 
     def day_range(self) -> tuple[int, int] | None:
         """(first, last) day numbers, or None when no date filter is set."""
@@ -230,6 +238,7 @@ class Citation:
     # An abstention's closest passage: the paragraph, list or code block around `snippet` (its
     # best sentence), shown with that sentence highlighted. Empty for an answer's citations.
     passage: str = ""
+    trusted: bool = False  # its document is marked trusted by an owner (a badge where it is shown)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -350,8 +359,22 @@ def upload_day(ts: float) -> str:
 
 
 def conflict_note(conflict: dict) -> str:
-    """An Answer.conflicts entry as one plain sentence saying who says what, dated (every
-    surface shows the same words; the pages escape it for Markdown)."""
-    parts = [f"{s['source']}" + (f" ({s['date']})" if s["date"] else "") + f" [{s['n']}] says "
-             + (", ".join(s["values"]) or "otherwise") for s in conflict["sides"]]
-    return f"The sources disagree on this {conflict['kind']}: " + "; ".join(parts) + "."
+    """An Answer.conflicts entry as one plain sentence saying who says what, dated, the trusted
+    source first and why (every surface shows the same words; the pages escape it for Markdown)."""
+    parts = [f"{s['source']}" + (f" ({s['date']})" if s["date"] else "") + (" (trusted)" if s.get("trusted") else "")
+             + f" [{s['n']}] says " + (", ".join(s["values"]) or "otherwise") for s in conflict["sides"]]
+    note = f"The sources disagree on this {conflict['kind']}: " + "; ".join(parts) + "."
+    trusted = [s["source"] for s in conflict["sides"] if s.get("trusted")]
+    if trusted and len(trusted) < len(conflict["sides"]):
+        note += f" {trusted[0]} is named first: its knowledge base's owner marked it trusted."
+    return note
+
+
+def trusted_first(conflict: dict | None, trusted_doc_ids: set[str]) -> dict | None:
+    """A conflict record with each side marked trusted or not, the trusted sides first (stable)."""
+    if conflict is None:
+        return None
+    for s in conflict["sides"]:
+        s["trusted"] = s["doc_id"] in trusted_doc_ids
+    conflict["sides"].sort(key=lambda s: not s["trusted"])
+    return conflict

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .models import Answer, Citation
 
-CITATION_FIELDS = ("n", "doc_id", "source", "page", "chunk_id", "snippet", "score", "date", "section")
+CITATION_FIELDS = ("n", "doc_id", "source", "page", "chunk_id", "snippet", "score", "date", "section", "trusted")
 
 
 class CitationOut(BaseModel):
@@ -23,6 +23,7 @@ class CitationOut(BaseModel):
     score: float
     date: str = ""  # the document's date, YYYY-MM-DD
     section: str = ""  # the heading path of the cited passage (in source code: the definition and its lines)
+    trusted: bool = False  # its document is marked trusted by an owner
 
     @classmethod
     def of(cls, c: Citation) -> CitationOut:

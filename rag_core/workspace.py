@@ -91,11 +91,30 @@ class Workspace:
             self.appdb.set_document_language(doc.kb_id, doc.doc_id, lang, "detected")
 
     def search_filters(self, kbs: list[KnowledgeBase], doc_ids: list[str] | None = None, *,
-                       caller: Caller) -> SearchFilters:
+                       caller: Caller, include_drafts: bool = False) -> SearchFilters:
         """The caller's filters (rag_core/access.py) plus the languages of the documents
-        searched, which the keyword side reads the question in."""
+        searched, which the keyword side reads the question in, and the owners' marks: draft
+        documents left out unless asked for, trusted ones to rank higher (retrieval/trust.py)."""
         f = access.search_filters(caller, kbs, doc_ids)
-        return replace(f, languages=self.appdb.languages(f.kb_ids or []))
+        marks = self.appdb.trust_marks(f.kb_ids or [])
+        return replace(f, languages=self.appdb.languages(f.kb_ids or []), trusted_docs=frozenset(marks["trusted"]),
+                       exclude_docs=() if include_drafts else tuple(marks["draft"]))
+
+    def set_document_trust(self, kb_name: str, doc_id: str, trust: str, *, caller: Caller) -> Document:
+        """An owner's mark on a document (owners and admins): trusted, normal or draft. It
+        applies to the next question (the knowledge base's content version moves, so no cached
+        answer made before it is served)."""
+        from .models import TRUST_LEVELS
+
+        if trust not in TRUST_LEVELS:
+            raise InputError(f"trust must be one of {', '.join(TRUST_LEVELS)}")
+        kb = self.writable_kb(kb_name, caller=caller)
+        doc = self.appdb.get_document(kb.kb_id, doc_id)
+        if doc is None or doc.status not in ("indexed", "searchable"):
+            raise NotFound("no such document in this knowledge base")
+        self.appdb.set_document_trust(kb.kb_id, doc_id, trust)
+        doc.trust = trust
+        return doc
 
     def set_document_language(self, kb_name: str, doc_id: str, language: str, *, caller: Caller) -> Document:
         """An owner's correction of a document's language: the registry and its keyword index."""
@@ -661,16 +680,18 @@ class Workspace:
         caller: Caller,
         after: str | None = None,
         before: str | None = None,
+        include_drafts: bool = False,
     ) -> Retrieved:
         """Retrieval with the selected knowledge bases' merged settings (retrieval/settings.py;
-        overridable here); `after`/`before` (YYYY-MM-DD, inclusive) keep documents dated in range."""
+        overridable here); `after`/`before` (YYYY-MM-DD, inclusive) keep documents dated in range;
+        draft documents are searched only with `include_drafts`."""
         kbs = self.resolve_kbs(kb_names, caller=caller)
         rs = merged_settings(kbs)
         if alpha is not None:
             rs.alpha = alpha
         if fusion is not None:
             rs.fusion = fusion
-        filters = date_range(self.search_filters(kbs, caller=caller), after, before)
+        filters = date_range(self.search_filters(kbs, caller=caller, include_drafts=include_drafts), after, before)
         return self.retrieval.run(query, filters, rs, mode=mode, rerank=rerank, k=k)
 
     # ---- answers ---------------------------------------------------------------------
@@ -715,10 +736,11 @@ class Workspace:
                 # a date is shown only where the document carries one (not its upload day)
                 got = (versions[kb.kb_id], docs, [CatalogueEntry(kb.kb_id, d.doc_id, d.source, d.title,
                                                                  d.date if d.date_source != "upload" else "",
-                                                                 d.language, d.chunks) for d in docs])
+                                                                 d.language, d.chunks, trust=d.trust) for d in docs])
                 self._catalogues[kb.kb_id] = got
             _, docs, entries = got
-            if filters.doc_ids is None and filters.day_range() is None and filters.tenant is None:
+            if (filters.doc_ids is None and filters.day_range() is None and filters.tenant is None
+                    and not filters.exclude_docs):
                 out += entries  # the whole knowledge base is in scope: nothing to filter
             else:
                 out += [e for d, e in zip(docs, entries) if _visible(d, filters)]
@@ -850,7 +872,8 @@ class Workspace:
             options = _replace(options, kb_weights={by_name[k.casefold()]: float(w) for k, w in options.kb_weights.items()})
         if options.grounded_only:  # a request may ask for grounded-only; it never relaxes an owner's
             kbs = [_replace(kb, grounded_only=True) for kb in kbs]
-        filters = date_range(self.search_filters(kbs, doc_ids, caller=caller), after, before)
+        filters = date_range(self.search_filters(kbs, doc_ids, caller=caller, include_drafts=options.include_drafts),
+                             after, before)
         history = list(history or [])
         versions = self.appdb.content_versions([kb.kb_id for kb in kbs])  # read once: catalogue and key agree
         catalogue = self._catalogue(kbs, filters, versions)
@@ -1031,6 +1054,8 @@ def _visible(doc: Document, f: SearchFilters) -> bool:
         return False
     days = f.day_range()
     if days is not None and not days[0] <= doc.doc_day <= days[1]:
+        return False
+    if (doc.kb_id, doc.doc_id) in f.exclude_docs:
         return False
     return f.doc_ids is None or doc.doc_id in f.doc_ids
 

@@ -94,6 +94,7 @@ SURFACES = {
     "delete_document": ("write", lambda ws, c, t: ws.delete_document(t.name, t.doc_id, caller=c)),
     "set_document_date": ("write", lambda ws, c, t: ws.set_document_date(t.name, t.doc_id, "2001-02-03", caller=c)),
     "set_document_language": ("write", lambda ws, c, t: ws.set_document_language(t.name, t.doc_id, "de", caller=c)),
+    "set_document_trust": ("write", lambda ws, c, t: ws.set_document_trust(t.name, t.doc_id, "trusted", caller=c)),
     "search_filters": ("read", lambda ws, c, t: ws.search_filters(ws.resolve_kbs([t.name], caller=c), caller=c)),
     "ingest_url": ("write", lambda ws, c, t: ws.ingest_url(t.name, "http://127.0.0.1:9/x", caller=c)),
     "submit_upload": ("write", lambda ws, c, t: ws.submit_upload(t.name, [("x.txt", b"intruder text")], caller=c)),
@@ -327,6 +328,7 @@ CLI = {
     ("chunks",): ("read", ["--kb", "{kb}", "--out", "{out}"]),
     ("date",): ("write", ["--kb", "{kb}", "{doc}", "2001-02-03"]),
     ("language",): ("write", ["--kb", "{kb}", "{doc}", "de"]),
+    ("trust",): ("write", ["--kb", "{kb}", "{doc}", "trusted"]),
     ("reembed",): ("admin", []),
     ("learned", "list"): ("self", []),  # records of knowledge bases the caller owns (admins: all)
     ("learned", "revert"): ("admin", ["--id", "1"]),

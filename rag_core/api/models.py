@@ -33,12 +33,14 @@ class QueryRequest(Strict):
         default=None, description="knowledge base (name or id) → factor on its passages' scores; 0 leaves it out")
     grounded_only: bool = Field(default=False, description="only sentences the sources support (never switches "
                                 "off an owner's grounded-only)")
+    include_drafts: bool = Field(default=False, description="answer from documents their owners marked draft too")
 
     def options(self):
         from ..generation.steps import AnswerOptions
 
         return AnswerOptions(top_k=self.top_k, temperature=self.temperature, max_tokens=self.max_tokens,
-                             kb_weights=dict(self.kb_weights or {}), grounded_only=self.grounded_only)
+                             kb_weights=dict(self.kb_weights or {}), grounded_only=self.grounded_only,
+                             include_drafts=self.include_drafts)
 
 
 class SearchRequest(Strict):
@@ -49,6 +51,7 @@ class SearchRequest(Strict):
     rerank: bool = True
     after: str | None = Field(default=None, description="YYYY-MM-DD: only documents dated on or after this day")
     before: str | None = Field(default=None, description="YYYY-MM-DD: only documents dated on or before this day")
+    include_drafts: bool = Field(default=False, description="search documents their owners marked draft too")
 
 
 class RetrievalIn(Strict):
@@ -115,6 +118,9 @@ class DocumentUpdate(Strict):
     date: str | None = Field(default=None, description="YYYY-MM-DD: the document's date")
     language: str | None = Field(default=None, description="ISO 639-1: the language the document is written in "
                                  "(its keyword index is rebuilt in it)")
+    trust: Literal["trusted", "normal", "draft"] | None = Field(
+        default=None, description="trusted: ranks higher and is named first in a conflict; draft: left out of "
+                                  "answers unless a request asks for drafts")
 
 
 class ThreadCreate(Strict):

@@ -100,7 +100,7 @@ def delete_kb(kb: str, request: Request, p: Principal = WRITE):
 
 # ---- documents and jobs ---------------------------------------------------------------------
 _DOC_FIELDS = ("doc_id", "kb_id", "source", "title", "mime", "sha256", "pages", "chunks", "status", "reason",
-               "created_at", "date", "date_source", "language", "language_source")
+               "created_at", "date", "date_source", "language", "language_source", "trust")
 
 
 @router.get("/knowledge-bases/{kb}/documents", tags=["documents"])
@@ -162,16 +162,18 @@ def delete_document(kb: str, doc_id: str, request: Request, p: Principal = WRITE
 
 @router.patch("/knowledge-bases/{kb}/documents/{doc_id}", tags=["documents"])
 def update_document(kb: str, doc_id: str, body: DocumentUpdate, request: Request, p: Principal = WRITE):
-    """Change a document's date or language (owners and admins); filters, recency and the
-    keyword index follow at once."""
-    if body.date is None and body.language is None:
-        raise ApiError(422, "bad_request", "give a date or a language")
+    """Change a document's date, language or trust (owners and admins); filters, recency, the
+    keyword index and ranking follow at once."""
+    if body.date is None and body.language is None and body.trust is None:
+        raise ApiError(422, "bad_request", "give a date, a language or a trust level")
     ws = ws_of(request)
     doc = None
     if body.date is not None:
         doc = ws.set_document_date(kb, doc_id, body.date, caller=p.caller)
     if body.language is not None:
         doc = ws.set_document_language(kb, doc_id, body.language, caller=p.caller)
+    if body.trust is not None:
+        doc = ws.set_document_trust(kb, doc_id, body.trust, caller=p.caller)
     return {k: getattr(doc, k) for k in _DOC_FIELDS}
 
 
@@ -285,7 +287,7 @@ def search(body: SearchRequest, request: Request, p: Principal = READ):
     ws = ws_of(request)
     answering.check_length(ws, body.query, "query")
     r = ws.search(body.knowledge_bases, body.query, k=body.top_k, mode=body.mode, rerank=body.rerank, caller=p.caller,
-                  after=body.after, before=body.before)
+                  after=body.after, before=body.before, include_drafts=body.include_drafts)
     return {"query": body.query, "timings_ms": r.timings_ms, "results": [
         {"doc_id": x.chunk.doc_id, "chunk_id": x.chunk.chunk_id, "kb_id": x.chunk.kb_id, "score": x.score,
          "source": x.chunk.source, "title": x.chunk.title, "section": x.chunk.section,

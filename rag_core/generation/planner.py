@@ -47,6 +47,7 @@ class CatalogueEntry:
     date: str = ""
     language: str = ""
     chunks: int = 0
+    trust: str = "normal"  # Document.trust
     # naming words and outright spellings, computed once per entry (the workspace keeps the
     # entries per content version), so a question costs one pass of set intersections
     terms: frozenset = field(default=frozenset(), compare=False, repr=False)

@@ -10,7 +10,7 @@ import logging
 from ..grounding.citations import citation_for, resolve
 from ..grounding.conflicts import conflict_record
 from ..grounding.verify import confidence
-from ..models import Answer, Citation, Claim, ScoredChunk
+from ..models import Answer, Citation, Claim, ScoredChunk, trusted_first
 from ..retrieval.query import key_terms
 from ..retrieval.recency import today_day
 from ..text import messages
@@ -47,7 +47,11 @@ def answer(kit: Kit, draft: Draft, checked: Checked, decision: Decision, sig: Si
     stale = [f"[{c.n}] {c.source}: {c.stale}" for c in res.citations if c.stale]
     if stale:
         info["stale_sources"] = stale
-    shown = [conflict_record(cf, checked.sources, res.mapping) for cf in draft.conflicts]
+    trusted = {(e.kb_id, e.doc_id) for e in turn.req.catalogue or () if e.trust == "trusted"}
+    for c in res.citations:
+        c.trusted = (c.kb_id, c.doc_id) in trusted
+    shown = [trusted_first(conflict_record(cf, checked.sources, res.mapping), {d for _, d in trusted})
+             for cf in draft.conflicts]
     whole = sig.route in ("document", "compare")
     timings = {**turn.timings, "total": ms(turn.t0)}
     return Answer(

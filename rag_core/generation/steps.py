@@ -28,6 +28,7 @@ class AnswerOptions:
     max_tokens: int | None = None
     kb_weights: dict[str, float] = field(default_factory=dict)
     grounded_only: bool = False
+    include_drafts: bool = False  # search documents their owners marked draft too
 
     def model_kwargs(self) -> dict:
         return {k: v for k, v in (("temperature", self.temperature), ("max_tokens", self.max_tokens)) if v is not None}

@@ -28,6 +28,7 @@ from ..models import RetrievalSettings, ScoredChunk, SearchFilters
 from .mmr import mmr_select
 from .query import ParsedQuery, parse
 from .recency import apply_recency
+from .trust import apply_trust
 from .search import candidate_search
 from ..text.tokens import count_tokens
 
@@ -131,6 +132,7 @@ class RetrievalPipeline:
             cands = _per_scale(lambda cs: self.signals.adjust(pq.text, cs, sr.query_vector), cands, head)
             timings["feedback"] = (time.perf_counter() - t) * 1000
         cands = _per_scale(lambda cs: apply_recency(cs, settings.recency_half_life_days), cands, head)
+        cands = _per_scale(lambda cs: apply_trust(cs, filters.trusted_docs), cands, head)
         if use_mmr and len(cands) > top_k:
             t = time.perf_counter()
             cands = self._mmr(cands, top_k, settings.mmr_lambda)

@@ -622,6 +622,11 @@ class EmbeddedStore:
             pos = mi.positions([r[0] for r in rows])
             allowed[pos[pos >= 0]] = True
             m &= allowed
+        if f.exclude_docs:  # drafts: few, each found by the (kb_id, doc_id) index
+            rows = [r[0] for kb, doc in f.exclude_docs
+                    for r in self.db.query("SELECT id FROM chunks WHERE kb_id=? AND doc_id=?", (kb, doc))]
+            pos = mi.positions(rows)
+            m[pos[pos >= 0]] = False
         days = f.day_range()
         if days is not None:
             d = mi.day[: mi.n]

@@ -428,6 +428,8 @@ class WeaviateStore:
             parts.append(F.by_property("tenant").equal(f.tenant))
         if f.doc_ids is not None:
             parts.append(F.by_property("doc_id").contains_any(list(f.doc_ids) or ["\x00none"]))
+        for kb_id, doc_id in f.exclude_docs:  # drafts (few)
+            parts.append(F.by_property("doc_key").not_equal(f"{kb_id}/{doc_id}"))
         days = f.day_range()
         if days is not None:
             parts.append(F.by_property("doc_day").greater_or_equal(days[0]))

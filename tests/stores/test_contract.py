@@ -396,3 +396,17 @@ def test_code_is_keyword_searchable_by_whole_identifiers_and_by_their_words(stor
     assert "kb1/c#0" in hits  # the identifier's words are in the index
     # prose is indexed as before: its words only, no identifier splitting
     assert not s.keyword_search("getuserbyid", 5, SearchFilters(doc_ids=["p"]))
+
+
+def test_excluded_documents_are_left_out_inside_every_search(store_factory):
+    """Drafts (issue 53): (kb_id, doc_id) pairs left out by the store query itself, per
+    knowledge base: the same doc_id in another knowledge base is still found."""
+    s = store_factory()
+    s.add_chunks(make_chunks("d1", "kb1", ["the zebra grazes on the savanna"]), np.stack([unit(0)]))
+    s.add_chunks(make_chunks("d2", "kb1", ["a zebra crossing in london"]), np.stack([unit(0, 1, 0.5)]))
+    s.add_chunks(make_chunks("d1", "kb2", ["a zebra in the zoo"]), np.stack([unit(0, 2, 0.5)]))
+    f = SearchFilters(exclude_docs=(("kb1", "d1"),))
+    for hits in (s.keyword_search("zebra", 10, f), s.vector_search(unit(0), 10, f),
+                 s.hybrid_search("zebra", unit(0), 10, f)):
+        assert {(r.chunk.kb_id, r.chunk.doc_id) for r in hits} == {("kb1", "d2"), ("kb2", "d1")}
+    assert len(s.keyword_search("zebra", 10, ALL)) == 3
