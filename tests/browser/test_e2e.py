@@ -714,3 +714,54 @@ def test_a_source_file_is_cited_by_its_lines_and_shown_as_code(server, page, tmp
     assert "import csv" not in shown  # the cited definition, not the whole file
     dialog.get_by_text('loader.py · def read_csv(path, sep=","): — lines 6–10').wait_for()  # the title names them
     page.screenshot(path=str(SHOTS / "9-code-source.png"), full_page=True)
+
+
+def test_an_owner_marks_documents_trusted_and_draft_on_the_upload_page(server, page, tmp_path, shot_on_failure):
+    """Trusted documents (issue 53, part 4), in the browser: the Upload page's Trust column marks
+    one document trusted and another draft; in the chat the draft's figure is gone from the
+    answer, the trusted source's citation carries its badge, and "Include drafts" brings the
+    draft back."""
+    import re
+
+    from playwright.sync_api import expect
+
+    url, _, data = server
+    policy, proposal = tmp_path / "leave-policy.md", tmp_path / "leave-proposal.md"
+    policy.write_text("# Leave policy\n\nEvery employee gets 25 vacation days per year. Unused days expire in March.\n")
+    proposal.write_text("# Draft leave proposal\n\nUnder the proposal, unused vacation days expire in June.\n")
+    kb_with_file(data, "Leave", policy)
+    sys.path.insert(0, str(REPO))
+    from rag_core.access import Caller
+    from rag_core.config import get_settings
+    from rag_core.workspace import Workspace
+
+    ws = Workspace(get_settings(data))
+    try:
+        assert ws.ingest("Leave", [proposal], caller=Caller.operator()).reports[0].status == "ingested"
+    finally:
+        ws.close()
+
+    page.goto(url)
+    page.get_by_role("link", name="Upload", exact=True).click()
+    page.get_by_label("Knowledge base", exact=True).click()
+    page.get_by_role("option", name="Leave", exact=True).click()
+    page.get_by_text("leave-proposal.md").first.wait_for()
+    trust = page.get_by_label("Trust", exact=True)
+    expect(trust).to_have_count(2, timeout=60_000)
+    rows = {"leave-policy.md": "Trusted", "leave-proposal.md": "Draft"}
+    for i in range(2):  # documents are listed in upload order: the policy first
+        trust.nth(i).click()
+        page.get_by_role("option", name=list(rows.values())[i], exact=True).click()
+        page.get_by_text(f"is now marked {list(rows.values())[i].lower()}").first.wait_for()
+    page.screenshot(path=str(SHOTS / "10-trust-marks.png"), full_page=True)
+
+    page.get_by_role("link", name="Chat", exact=True).click()
+    select_kb_in_chat(page, "Leave")
+    reply = ask_in_chat(page, "When do unused vacation days expire?")
+    reply.get_by_text("expire in March").first.wait_for()
+    reply.get_by_role("button", name=re.compile(r"leave-policy\.md · p\. 1 .*trusted")).first.wait_for()
+    assert "June" not in reply.inner_text()  # the draft stays out
+    page.get_by_text("Include drafts (1)").click()
+    reply = ask_in_chat(page, "When do unused vacation days expire under the proposal?")
+    reply.get_by_text("June").first.wait_for()
+    page.screenshot(path=str(SHOTS / "11-trusted-badge.png"), full_page=True)
