@@ -120,6 +120,20 @@ else:
             color=alt.Color("reason:N", title="reason"), tooltip=["yearmonthdate(day):T", "reason:N", "count:Q"]),
         width="stretch")
 
+# ---- moderation ----------------------------------------------------------------------
+refused = df[df["refused"].notna()] if "refused" in df else df.iloc[0:0]
+if not refused.empty:
+    st.subheader("Refused by moderation")
+    st.caption(f"{len(refused)} request(s) in this range asked for something harmful, or would have been answered "
+               "with it, and were refused (the level is set per deployment, RAG_MODERATION, and per knowledge base).")
+    by_cat = refused.groupby("refused").size().rename("refused").reset_index().rename(columns={"refused": "category"})
+    by_cat.columns = ["category", "refused"]
+    left, right = st.columns([1, 2])
+    left.dataframe(by_cat, hide_index=True, width="stretch")
+    right.dataframe(refused.sort_values("time", ascending=False)[["time", "kb", "refused", "question"]].head(50)
+                    .rename(columns={"refused": "category"}), hide_index=True, width="stretch",
+                    column_config={"question": st.column_config.TextColumn("question (as logged)")})
+
 # ---- scores --------------------------------------------------------------------------
 answered = df[~df["abstained"]]
 if not answered.empty:

@@ -210,6 +210,18 @@ with st.form(f"edit_{kb.kb_id}"):
         "always says which. model lets a strong "
         "model decide, with sentences the sources do not support still marked, and answers with no supported "
         "sentence withheld. Knowledge bases asked together get the strictest of their policies.")
+    levels = ["", "off", "standard", "strict"]
+    level_names = {"": f"App default ({ws.settings.moderation})", "off": "Off: nothing is checked",
+                   "standard": "Standard: refuse requests for instructions to cause harm",
+                   "strict": "Strict: also refuse any request or answer on a harmful subject"}
+    moderation = st.selectbox(
+        "Moderation", levels, index=levels.index(r.moderation if r.moderation in levels else ""),
+        format_func=level_names.get,
+        help="Standard refuses a question that asks how to do or make something harmful (weapons, drugs, malware, "
+        "fraud, violence, self-harm, hateful writing, explicit sexual content) and always anything sexualising "
+        "minors; a question about what a document says is answered. Strict also refuses a question or an answer "
+        "that only names such a subject. Refusals are counted on the Analytics page. Knowledge bases asked "
+        "together get the strictest level.")
     st.subheader("Access")
     if me.is_operator:
         st.caption(":material/info: No sign-in is configured, so in this app you are the operator and see every "
@@ -233,7 +245,7 @@ with st.form(f"edit_{kb.kb_id}"):
                 retrieval=RetrievalSettings(top_k=top_k, alpha=alpha, fusion=fusion, rerank=rerank, mmr_lambda=mmr,
                                             score_threshold=threshold, context_tokens=int(budget),
                                             recency_half_life_days=float(recency), stale_after_days=int(stale),
-                                            answer_policy=answer_policy),
+                                            answer_policy=answer_policy, moderation=moderation),
                 owners=[u.strip() for u in owners.split(",") if u.strip()],
                 acl_users=[u.strip() for u in users.split(",") if u.strip()],
                 acl_groups=[g.strip() for g in groups.split(",") if g.strip()],

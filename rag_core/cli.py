@@ -124,6 +124,11 @@ def cmd_kb_update(args) -> int:
 
         base = changes.get("retrieval") or ws.get_kb(args.name, caller=caller).retrieval
         changes["retrieval"] = replace(base, answer_policy="" if args.answer_policy == "default" else args.answer_policy)
+    if args.moderation is not None:
+        from dataclasses import replace
+
+        base = changes.get("retrieval") or ws.get_kb(args.name, caller=caller).retrieval
+        changes["retrieval"] = replace(base, moderation="" if args.moderation == "default" else args.moderation)
     new = ws.update_kb(args.name, caller=caller, **changes)
     _emit(args, _kb_row(new), f"updated knowledge base '{new.name}'")
     return 0
@@ -763,6 +768,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="prefer newer documents: relevance blended with 0.5^(age/DAYS); 0 = off (the default)")
     u.add_argument("--answer-policy", default=None, choices=("default", "auto", "conservative", "model"),
                    help="who decides whether an answer is shown here (default: the app's RAG_ANSWER_POLICY)")
+    u.add_argument("--moderation", default=None, choices=("default", "off", "standard", "strict"),
+                   help="moderation of questions and answers here (default: the app's RAG_MODERATION); asked "
+                   "together with other knowledge bases, the strictest applies")
     u.set_defaults(func=cmd_kb_update)
     ls = kb_sub.add_parser("list", help="list the knowledge bases you may see", parents=[common])
     ls.set_defaults(func=cmd_kb_list)

@@ -181,6 +181,11 @@ class Settings(BaseSettings):
     # answer), "anonymous" (the same without who asked) or "off" (nothing, and nothing in the
     # answer cache either). A knowledge base may ask for less, never for more.
     query_log: Literal["full", "anonymous", "off"] = "full"
+    # Moderation of questions and answers (generation/moderation.py): off, standard, strict;
+    # a knowledge base may set its own. Who judges beyond the word lists: rules (none),
+    # endpoint (the OpenAI-compatible /moderations of RAG_LLM_BASE_URL), model (the fast model).
+    moderation: Literal["off", "standard", "strict"] = "standard"
+    moderation_judge: Literal["rules", "endpoint", "model"] = "rules"
     # Days any logged question is kept (0: until deleted or its knowledge base's own retention).
     query_log_retention_days: int = Field(default=0, ge=0, le=36500)
     answer_cache_entries: int = Field(default=5000, ge=1, le=10_000_000)

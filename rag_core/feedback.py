@@ -86,6 +86,15 @@ def _helpful_rate(ratings: pd.Series) -> float | None:
     return (ratings.dropna() > 0).mean() if ratings.notna().any() else None
 
 
+
+def refused_reason(answer: Answer) -> str | None:
+    """Moderation's category when it refused (generation/moderation.py): "weapons" for a
+    question, "answer: weapons" for a written answer; None otherwise."""
+    category = (answer.signals or {}).get("refused") if answer.decided_by == "moderation" else None
+    if not category:
+        return None
+    return f"answer: {category}" if answer.signals.get("refused_answer") else category
+
 class FeedbackLog:
     def __init__(self, db: Database, answers_scale: tuple[Platt, Platt] | None = None):
         """`answers_scale`: the reader's shipped `answers` calibration and the one rows that do
@@ -104,7 +113,8 @@ class FeedbackLog:
                                    "route": "TEXT",  # before the planner (issue 42)
                                    "cached": "INTEGER",
                                    "usage": "TEXT",  # before issue 53: tokens per model
-                                   "errors": "TEXT"})  # before issue 53: {stage: what failed}
+                                   "errors": "TEXT",  # before issue 53: {stage: what failed}
+                                   "refused": "TEXT"})  # before moderation: its category, "answer: …" for an answer
         db.add_columns("feedback", {"reason": "TEXT"})  # before thumbs-down reasons
 
     def log_answer(self, answer: Answer, kb_ids: list[str], user: str | None = None,
@@ -114,7 +124,7 @@ class FeedbackLog:
             c.execute(
                 "INSERT INTO queries (query_id, ts, user, kb_ids, question, answer, citations, claims, grounding, "
                 "confidence, abstained, mode, timings, answers_question, thread_id, calibration, decided_by, policy, route, "
-                "cached, usage, errors) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "cached, usage, errors, refused) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     qid, time.time(), user, json.dumps(kb_ids), answer.question, answer.text,
                     json.dumps([x.to_dict() for x in answer.citations]), json.dumps([x.to_dict() for x in answer.claims]),
@@ -122,7 +132,7 @@ class FeedbackLog:
                     json.dumps(answer.timings_ms), answer.answers_question, thread_id,
                     _key(self.answers_scale[0]) if self.answers_scale else None,
                     answer.decided_by or None, answer.policy or None, answer.route or None, int(answer.cached),
-                    json.dumps(answer.usage or {}), json.dumps(stage_errors(answer)),
+                    json.dumps(answer.usage or {}), json.dumps(stage_errors(answer)), refused_reason(answer),
                 ),
             )
         return qid
@@ -157,7 +167,7 @@ class FeedbackLog:
         )
         cols = ["query_id", "ts", "user", "kb_ids", "question", "answer", "citations", "claims", "grounding",
                 "answers_question", "confidence", "abstained", "mode", "timings", "thread_id", "decided_by", "policy",
-                "route", "cached", "usage", "errors", "rating", "comment", "reason", "rated_ts"]
+                "route", "cached", "usage", "errors", "refused", "rating", "comment", "reason", "rated_ts"]
         recs = [dict(r) for r in rows]
         df = pd.DataFrame(recs, columns=cols)
         df["time"] = pd.to_datetime(df["ts"], unit="s")

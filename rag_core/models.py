@@ -37,6 +37,8 @@ class RetrievalSettings:
     # The answer policy for questions asked here (rag_core/generation/policy.py): "" = the
     # app's setting (RAG_ANSWER_POLICY); "auto", "conservative" or "model".
     answer_policy: str = ""
+    # Moderation here (generation/moderation.py): "" = the app's RAG_MODERATION; off, standard, strict
+    moderation: str = ""
 
 
 @dataclass

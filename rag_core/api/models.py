@@ -67,6 +67,8 @@ class RetrievalIn(Strict):
                                          description="flag cited sources older than this many days (0 = never)")
     # the knowledge base's answer policy ("" = the app's RAG_ANSWER_POLICY)
     answer_policy: Literal["", "auto", "conservative", "model"] | None = None
+    # moderation of questions and answers here ("" = the app's RAG_MODERATION)
+    moderation: Literal["", "off", "standard", "strict"] | None = None
 
 
 class KnowledgeBaseCreate(Strict):

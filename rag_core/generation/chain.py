@@ -59,6 +59,7 @@ from .corrective import correct
 from .extractive import ExtractiveAnswerer
 from .gate import gate, signals
 from .kit import Kit
+from .moderation import Moderator
 from .planner import Planner, mentioned
 from .policy import model_declined
 from .prompts import CONDENSE_PROMPT
@@ -102,6 +103,7 @@ class AnswerEngine:
                        chat=chat,
                        locate_page=locate_page)
         self.planner = Planner(llm=fast if settings.planner_asks_model else None)
+        self.moderator = Moderator(settings, fast)
         self.cache = cache  # answer_cache.AnswerCache, or None
         self.verify = RunnableLambda(self._verify_step, name="verify")
         self.checker = Checker(self.kit, self.verify)
@@ -200,7 +202,22 @@ class AnswerEngine:
             else:
                 question = condense_offline(question, req.history)
         turn = replace(turn, standalone=question, language=language)
-        return timed(self._recency(turn), condense=ms(t))
+        return self._moderate(timed(self._recency(turn), condense=ms(t)), config)
+
+    def _moderate(self, turn: Turn, config: RunnableConfig) -> Turn:
+        """Moderation of the question as asked and as condensed (moderation.py): a refused one
+        is neither planned nor searched; the policy's first rule withholds it."""
+        level = self.moderator.level(turn.req.kbs)
+        if level == "off":
+            return turn
+        t = time.perf_counter()
+        verdict = self.moderator.check(turn.req.question, level, config=config)
+        if not verdict.flagged and turn.standalone != turn.req.question.strip():
+            verdict = self.moderator.check(turn.standalone, level, config=config)
+        turn = replace(turn, moderation_level=level, moderation=verdict if verdict.flagged else None)
+        if verdict.detail and not verdict.flagged:  # a judge that failed: the rules decided, and the answer says so
+            turn = replace(turn, models={**turn.models, "moderation": verdict.detail})
+        return timed(turn, moderation=ms(t))
 
     def _recency(self, turn: Turn) -> Turn:
         """A question asking for the latest switches recency on for itself, when its knowledge
@@ -216,6 +233,8 @@ class AnswerEngine:
     def _plan(self, turn: Turn, config: RunnableConfig) -> Turn:
         """The planner's route for the standalone question (planner.py), over the documents the
         caller may see in scope."""
+        if turn.moderation is not None:
+            return turn  # refused: nothing is planned
         t = time.perf_counter()
         req = turn.req
         cat = list(req.catalogue or [])
@@ -285,6 +304,11 @@ class AnswerEngine:
         sig = signals(draft.ctx, draft.mode, labels=tuple(c.label for c in checked.claims), answers=aq,
                       kept=checked.kept, verified_by=checked.verified_by, **base)
         decision = self.decide.invoke((policy, sig), config)
+        if not decision.abstain and turn.moderation_level != "off":
+            verdict = self.moderator.check(checked.text, turn.moderation_level, answer=True, config=config)
+            if verdict.flagged:  # what it would show is refused: the policy withholds it
+                sig = replace(sig, refused=verdict.category, refused_answer=True)
+                decision = self.decide.invoke((policy, sig), config)
         if decision.abstain:
             return record.abstention(self.kit, draft.ctx, decision, sig)
         return record.answer(self.kit, draft, checked, decision, sig, aq)

@@ -26,7 +26,7 @@ def signals(ctx: Context, mode: str, **written) -> Signals:
                    evidence=ctx.reading.best if ctx.reading is not None else None,
                    lookup=bool(ctx.lookup_source), relevance=ctx.relevance,
                    grounded_only=any(kb.grounded_only for kb in ctx.turn.req.kbs), reader_reads=reader_reads(ctx),
-                   **written)
+                   **{"refused": ctx.turn.moderation.category if ctx.turn.moderation else "", **written})
 
 
 def gate(kit: Kit, ctx: Context, config) -> Context:

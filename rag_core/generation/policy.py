@@ -65,7 +65,9 @@ COMPARE = "compare"
 # Offline, in a language the reader does not read: it judged nothing, so nothing is shown as
 # an answer; the closest passages are, with their best sentence marked (text/messages.py).
 LANGUAGE = "reader_language"
-DECIDED_BY = (RETRIEVAL, READER, RELEVANCE, DECLINED, MODEL, WRITTEN, VERIFICATION, GROUNDED, LOOKUP, LANGUAGE,
+# Moderation (generation/moderation.py) refused the question, or the answer it would have given.
+MODERATION = "moderation"
+DECIDED_BY = (MODERATION, RETRIEVAL, READER, RELEVANCE, DECLINED, MODEL, WRITTEN, VERIFICATION, GROUNDED, LOOKUP, LANGUAGE,
               DOCUMENT, COMPARE)
 
 # What a person reads when the answer is withheld: what the system could not do, never a claim
@@ -80,6 +82,7 @@ PLAIN = {
     GROUNDED: "Grounded-only is on, and no sentence of the answer could be confirmed in the sources.",
     LANGUAGE: "The offline reader reads English only: it judged no sentence of these passages.",
     DOCUMENT: "No sentence of the document could be read for this request.",
+    MODERATION: "Moderation refused the request.",
     COMPARE: "None of the documents to compare held a passage on the question.",
 }
 
@@ -126,6 +129,9 @@ class Signals:
     reader_reads: bool = True
     fallback: str = ""  # why the reader answers although a model is configured ("" = it does not)
     verified_by: str = "reader"  # who labelled the sentences: "reader", or "model" (the LLM judge relabelled)
+    # Moderation's category when it refused the question or the answer ("" = it did not)
+    refused: str = ""
+    refused_answer: bool = False  # it was the written answer that moderation refused
 
     def record(self) -> dict[str, Any]:
         """Every field, JSON-safe and rounded: an answer's `signals`, a calibration row's replay input."""
@@ -189,6 +195,8 @@ class AnswerPolicy:
         return self.params.name
 
     def before_generation(self, s: Signals) -> Decision:
+        if s.refused:
+            return self._refused(s)
         if s.route in (DOCUMENT, COMPARE):
             return Decision("proceed", s.route, mode=s.mode)
         if s.lookup:
@@ -208,6 +216,8 @@ class AnswerPolicy:
 
     def decide(self, s: Signals) -> Decision:
         """The decision on a draft: shown, shown with sentences flagged, or withheld."""
+        if s.refused:
+            return self._refused(s)
         if not s.drafted:
             rule = s.route if s.route in (DOCUMENT, COMPARE) else READER
             detail = "nothing could be read for the request" if rule != READER else \
@@ -233,6 +243,11 @@ class AnswerPolicy:
                else MODEL if s.mode == "llm" else READER)
         flagged = any(x != "supported" for x in s.labels)
         return Decision("flag" if flagged else "answer", who, mode=s.mode)
+
+    @staticmethod
+    def _refused(s: Signals) -> Decision:
+        what = "answer" if s.refused_answer else "question"
+        return Decision("abstain", MODERATION, PLAIN[MODERATION], f"moderation refused the {what}: {s.refused}", s.mode)
 
     def _reader_line(self, s: Signals) -> Decision | None:
         """The reader's veto on a search answer: offline its own line (always), with a model the

@@ -20,7 +20,7 @@ from . import aging
 from .extractive import Evidence as Reading
 from .passage import passage_for, sentence_by_terms
 from .kit import Kit
-from .policy import LANGUAGE, PLAIN, Decision, Signals
+from .policy import LANGUAGE, MODERATION, PLAIN, Decision, Signals
 from .steps import Checked, Context, Draft, ms
 
 log = logging.getLogger(__name__)
@@ -81,6 +81,12 @@ def abstention(kit: Kit, ctx: Context, decision: Decision, sig: Signals, offer=(
     # question's words, which a tip must not offer back ("キーワード（…, hay）")
     terms = [t for t in key_terms(turn.req.question or turn.standalone)
              if "'" not in t and t not in _TIP_NOISE and t not in stop]
+    if decision.decided_by == MODERATION:  # refused: no passage, no tip, only why
+        text = messages.text("refused_self_harm" if sig.refused == "self-harm" else "refused", lang, category=sig.refused)
+        return Answer(question=turn.req.question, abstained=True, reason=decision.why(), text=text,
+                      mode=decision.mode, models=turn.models, timings_ms={**turn.timings, "total": ms(turn.t0)},
+                      standalone_question=turn.standalone, decided_by=MODERATION,
+                      policy=ctx.policy.name if ctx.policy else "", signals=sig.record(), language=lang)
     closest = ([_offered(n, sentence, src) for n, (sentence, src) in enumerate(offer, 1)] if offer else
                closest_passages(ctx.sources, ctx.reading, kit.settings.closest_passages, turn.standalone, lang,
                                 kit.store.idf))

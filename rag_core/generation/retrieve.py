@@ -25,6 +25,8 @@ def search(kit: Kit, q: str, turn: Turn, config, query_vector=None) -> tuple[lis
 
 
 def retrieve(kit: Kit, turn: Turn, config) -> Context:
+    if turn.moderation is not None:  # refused before anything is searched
+        return Context(turn=turn, sources=[])
     if turn.route.kind == "compare" or (turn.route.kind == "document" and turn.route.intent != "show"):
         return Context(turn=turn, sources=[])
     t = time.perf_counter()

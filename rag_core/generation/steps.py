@@ -65,6 +65,8 @@ class Turn:
     language: str = "en"  # the question's (text/language.py); refusals and help come in it where the app speaks it
     route: Route = field(default_factory=lambda: Route("search", (), "rules", ""))
     recency: str = ""  # why newer documents come first for this question ("" = not switched on here)
+    moderation: Any = None  # generation/moderation.Verdict on the question, when it was refused
+    moderation_level: str = "off"  # the level in force for its knowledge bases
 
 
 @dataclass(frozen=True)

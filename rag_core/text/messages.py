@@ -168,6 +168,33 @@ _TEXTS: dict[str, dict[str, str]] = {
         "ja": "回答を出典と照合しています…",
         "zh": "正在根据来源核对答案…",
     },
+    # moderation (generation/moderation.py): a question asking for harm, or an answer that would give it
+    "refused": {
+        "en": "I can't help with that: the request asks for something harmful ({category}). Questions about what "
+              "your documents say are welcome.",
+        "de": "Dabei kann ich nicht helfen: Die Anfrage zielt auf etwas Schädliches ({category}). Fragen zu Ihren "
+              "Dokumenten beantworte ich gern.",
+        "fr": "Je ne peux pas aider pour cela : la demande vise quelque chose de nuisible ({category}). Les questions "
+              "sur vos documents sont les bienvenues.",
+        "es": "No puedo ayudar con eso: la solicitud pide algo dañino ({category}). Las preguntas sobre sus "
+              "documentos son bienvenidas.",
+        "ja": "そのご依頼にはお応えできません：有害な内容（{category}）を求めています。ドキュメントについてのご質問は歓迎します。",
+        "zh": "我无法帮助处理此请求：它要求有害的内容（{category}）。欢迎询问有关您文档的问题。",
+    },
+    "refused_self_harm": {
+        "en": "I can't help with that. If you are thinking about harming yourself, please reach out now to someone "
+              "you trust, or to a local crisis line or emergency number: you don't have to go through this alone.",
+        "de": "Dabei kann ich nicht helfen. Wenn Sie daran denken, sich etwas anzutun, wenden Sie sich bitte jetzt an "
+              "einen Menschen Ihres Vertrauens, die Telefonseelsorge (0800 111 0 111) oder den Notruf: Sie müssen "
+              "da nicht allein durch.",
+        "fr": "Je ne peux pas aider pour cela. Si vous pensez à vous faire du mal, contactez dès maintenant une "
+              "personne de confiance, une ligne d'écoute ou les urgences : vous n'êtes pas seul·e.",
+        "es": "No puedo ayudar con eso. Si está pensando en hacerse daño, contacte ahora con alguien de confianza, "
+              "una línea de ayuda en crisis o los servicios de emergencia: no tiene que pasar por esto solo.",
+        "ja": "そのご依頼にはお応えできません。自分を傷つけることを考えているなら、今すぐ信頼できる人や、いのちの電話などの相談窓口、"
+              "緊急番号に連絡してください。一人で抱え込まなくて大丈夫です。",
+        "zh": "我无法帮助处理此请求。如果您正在考虑伤害自己，请立即联系您信任的人、当地心理危机热线或紧急电话：您不必独自面对。",
+    },
     "stop": {"en": "Stop", "de": "Abbrechen", "fr": "Arrêter", "es": "Detener", "ja": "停止", "zh": "停止"},
     "stopped": {
         "en": "Stopped before the answer was finished. Ask again, or rephrase the question.",
