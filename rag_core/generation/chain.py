@@ -60,6 +60,8 @@ from .extractive import ExtractiveAnswerer
 from .gate import gate, signals
 from .kit import Kit
 from .moderation import Moderator
+from .parts import merge as merge_parts, missing_part
+from ..text.parts import split_question
 from .planner import Planner, mentioned
 from .policy import model_declined
 from .prompts import CONDENSE_PROMPT
@@ -156,7 +158,12 @@ class AnswerEngine:
                 return
         final = None
         usage = UsageMetadataCallbackHandler()  # tokens per model, for the answer's metadata
-        for ev in self.pipeline.stream(req, merge_configs(config, {"callbacks": [usage]})):
+        run = merge_configs(config, {"callbacks": [usage]})
+        language = question_language(req.question, req.filters.languages[0] if req.filters.languages else "en")
+        parts = (split_question(req.question, language) if self.settings.multi_part and req.route in (None, "search")
+                 else [req.question])
+        events = self._parts(req, parts, language, run) if len(parts) > 1 else self.pipeline.stream(req, run)
+        for ev in events:
             if ev.kind == "answer":
                 final = ev.answer
                 final.usage = {m: dict(u) for m, u in usage.usage_metadata.items()}
@@ -168,6 +175,28 @@ class AnswerEngine:
         # the server's heap grew ~50 MB per 5 minutes with a corpus of constant size, and one
         # malloc_trim gave back 320 MB of it. At most once per 30 s (process.trim_heap).
         trim_heap()
+
+    def _parts(self, req: AnswerRequest, parts: list[str], language: str, config) -> Iterator[AnswerEvent]:
+        """A question of several parts (text/parts.py): the answer path once per part, its
+        tokens streamed in order, a withheld part named; then the joined answer (parts.py). A
+        later part is read as a follow-up of the one before ("How tall is the tower; when was it
+        built?": "it" is the tower)."""
+        t = time.perf_counter()
+        answers = []
+        for i, part in enumerate(parts):
+            history = list(req.history) + ([("user", parts[i - 1]), ("assistant", "")] if i else [])
+            if i:
+                yield AnswerEvent("token", "\n\n")
+            got = None
+            for ev in self.pipeline.stream(replace(req, question=part, history=history, cache_key=None), config):
+                if ev.kind == "answer":
+                    got = ev.answer
+                else:
+                    yield ev
+            if got.abstained:
+                yield AnswerEvent("token", missing_part(part, language))
+            answers.append(got)
+        yield AnswerEvent("answer", answer=merge_parts(req.question, parts, answers, language, ms(t)))
 
     def _models(self) -> dict[str, str]:
         m = {"embedding": getattr(self.kit.embedder, "model_id", "?"), "reader": f"reader-int8@{self.reader.sha256[:12]}"}

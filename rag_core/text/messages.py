@@ -195,6 +195,15 @@ _TEXTS: dict[str, dict[str, str]] = {
               "緊急番号に連絡してください。一人で抱え込まなくて大丈夫です。",
         "zh": "我无法帮助处理此请求。如果您正在考虑伤害自己，请立即联系您信任的人、当地心理危机热线或紧急电话：您不必独自面对。",
     },
+    # a part of a several-part question that the documents do not answer (generation/parts.py)
+    "missing_part": {
+        "en": "The documents do not answer this part: “{part}”",
+        "de": "Diesen Teil beantworten die Dokumente nicht: „{part}“",
+        "fr": "Les documents ne répondent pas à cette partie : « {part} »",
+        "es": "Los documentos no responden a esta parte: «{part}»",
+        "ja": "この部分には文書に答えがありません：「{part}」",
+        "zh": "文档没有回答这一部分：“{part}”",
+    },
     "stop": {"en": "Stop", "de": "Abbrechen", "fr": "Arrêter", "es": "Detener", "ja": "停止", "zh": "停止"},
     "stopped": {
         "en": "Stopped before the answer was finished. Ask again, or rephrase the question.",

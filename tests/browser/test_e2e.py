@@ -785,3 +785,28 @@ def test_a_harmful_question_is_refused_in_the_chat_and_counted_on_analytics(serv
     section = page.get_by_text("request(s) in this range asked for something harmful")
     section.first.wait_for()
     page.screenshot(path=str(SHOTS / "12-moderation-analytics.png"), full_page=True)
+
+
+def test_a_two_part_question_gets_both_parts_and_names_a_missing_one(server, page, tmp_path, shot_on_failure):
+    """Two-part questions (issue 53, part 1), in the browser: each part's answer with its own
+    citation, and a part the documents do not answer named, not dropped."""
+    import re
+
+    url, _, data = server
+    doc = tmp_path / "staff-handbook.md"
+    doc.write_text("# Staff handbook\n\n## Expenses\n\nExpenses are reimbursed within 30 days when the receipt is "
+                   "submitted through the travel desk.\n\n## Leave\n\nParental leave lasts 16 weeks at full pay.\n")
+    kb_with_file(data, "Staff", doc)
+    page.goto(url)
+    select_kb_in_chat(page, "Staff")
+    reply = ask_in_chat(page, "How are expenses reimbursed and how long is parental leave?")
+    reply.get_by_text("16 weeks at full pay").first.wait_for()
+    assert "30 days" in reply.inner_text()
+    from playwright.sync_api import expect
+
+    # one citation per part (the buttons come with the verified answer, after the streamed text)
+    expect(reply.get_by_role("button", name=re.compile(r"staff-handbook\.md"))).to_have_count(2, timeout=60_000)
+    reply = ask_in_chat(page, "How long is parental leave and how many sick days do we get?")
+    reply.get_by_text("The documents do not answer this part").first.wait_for()
+    assert "How many sick days do we get?" in reply.inner_text() and "16 weeks" in reply.inner_text()
+    page.screenshot(path=str(SHOTS / "13-two-part-question.png"), full_page=True)
