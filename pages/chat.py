@@ -253,6 +253,13 @@ ROUTE_NOTE = {"document": ":material/menu_book: Read as a whole", "compare": ":m
 def route_caption(answer: Answer, idx: int, last: bool) -> None:
     """How the question was answered, when not by searching passages, and the way back to a
     search; a cached answer says when it was first computed."""
+    if answer.plan.get("intent") == "show":  # "show me X": the document itself, opened at its first page
+        for d in answer.plan.get("documents", [])[:3]:
+            first = next((c for c in answer.citations if c.doc_id == d.get("doc_id")), None)
+            if first is not None and st.button(f"Open {escape_md(d.get('source', ''))}", key=f"open_{idx}_{first.doc_id}",
+                                               icon=":material/open_in_new:", type="primary"):
+                st.session_state[f"viewer_page_{first.chunk_id}"] = 1
+                show_source(first, as_citation=False)
     if answer.route in ROUTE_NOTE:
         docs = ", ".join(d.get("source", "") for d in answer.plan.get("documents", []))
         read = answer.signals.get("read", "")

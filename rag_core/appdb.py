@@ -153,6 +153,7 @@ def _doc_from_row(r) -> Document:
         language=r["language"] or "",
         language_source=r["language_source"] or "detected",
         trust=r["trust"] or "normal",
+        description=r["description"] or "",
     )
 
 
@@ -163,7 +164,8 @@ class AppDB:
         db.executescript(SCHEMA)
         db.add_columns("kbs", {"retention_days": "INTEGER NOT NULL DEFAULT 0", "query_log": "TEXT NOT NULL DEFAULT ''"})
         db.add_columns("documents", {"lease_owner": "TEXT", "lease_until": "REAL", "doc_date": "TEXT",
-                                     "date_source": "TEXT", "language": "TEXT", "language_source": "TEXT", "trust": "TEXT"})
+                                     "date_source": "TEXT", "language": "TEXT", "language_source": "TEXT", "trust": "TEXT",
+                                     "description": "TEXT"})
         db.executescript(CONTENT_VERSIONS)
         self.leases = Leases.of(db, lease_seconds)
 
@@ -316,11 +318,11 @@ class AppDB:
             c.execute(
                 "INSERT INTO documents (doc_id, kb_id, source, title, mime, sha256, pages, chunks, status, reason, "
                 "created_at, tenant, acl_users, acl_groups, stored_path, lease_owner, lease_until, doc_date, "
-                "date_source, language, language_source) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "date_source, language, language_source, description) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (doc.doc_id, doc.kb_id, doc.source, doc.title, doc.mime, doc.sha256, doc.pages, doc.chunks,
                  "indexing", "", doc.created_at, doc.tenant, json.dumps(doc.acl_users), json.dumps(doc.acl_groups),
                  doc.stored_path, self.leases.owner, self.leases.until(), doc.date or upload_day(doc.created_at),
-                 doc.date_source, doc.language, doc.language_source),
+                 doc.date_source, doc.language, doc.language_source, doc.description),
             )
         self.leases.started()
 

@@ -157,6 +157,9 @@ class Document:
     # An owner's mark (TRUST_LEVELS): "trusted" passages rank a little higher and are named
     # first in a conflict; "draft" documents are left out of answers unless asked for.
     trust: str = "normal"
+    # What it says it is, read at ingest (ingest/pipeline.describe): its first heading or line;
+    # the planner matches questions against it beside the file name and title
+    description: str = ""
 
     @property
     def doc_day(self) -> int:

@@ -736,7 +736,8 @@ class Workspace:
                 # a date is shown only where the document carries one (not its upload day)
                 got = (versions[kb.kb_id], docs, [CatalogueEntry(kb.kb_id, d.doc_id, d.source, d.title,
                                                                  d.date if d.date_source != "upload" else "",
-                                                                 d.language, d.chunks, trust=d.trust) for d in docs])
+                                                                 d.language, d.chunks, trust=d.trust,
+                                                                 description=d.description) for d in docs])
                 self._catalogues[kb.kb_id] = got
             _, docs, entries = got
             if (filters.doc_ids is None and filters.day_range() is None and filters.tenant is None

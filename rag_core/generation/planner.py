@@ -48,14 +48,25 @@ class CatalogueEntry:
     language: str = ""
     chunks: int = 0
     trust: str = "normal"  # Document.trust
+    # what the document says it is, read at ingest: its first heading or opening line ("" unknown)
+    description: str = ""
     # naming words and outright spellings, computed once per entry (the workspace keeps the
     # entries per content version), so a question costs one pass of set intersections
     terms: frozenset = field(default=frozenset(), compare=False, repr=False)
     forms: tuple = field(default=(), compare=False, repr=False)
+    # the words its name is judged against (title's, else file stem's), and its file stem's
+    own: frozenset = field(default=frozenset(), compare=False, repr=False)
+    stem_terms: frozenset = field(default=frozenset(), compare=False, repr=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "terms", _name_terms(self.source, self.title))
+        object.__setattr__(self, "terms", _name_terms(self.source, self.title, self.description))
         object.__setattr__(self, "forms", _file_forms(self.source))
+        stem = _name_terms(self.source, "")
+        # every word of the file stem, numbers and codes included: "travel-2024.md" is spelled
+        # out by "travel 2024", not by "travel" alone
+        object.__setattr__(self, "stem_terms", frozenset(
+            t for t in analyze(re.sub(r"[_\-.]+", " ", self.source.rsplit(".", 1)[0]), "en") if t not in _GENERIC))
+        object.__setattr__(self, "own", (_name_terms("", self.title) | _man_page(self.title)) or stem)
 
     @property
     def label(self) -> str:
@@ -92,11 +103,24 @@ def _squash(s: str) -> str:
     return re.sub(r"[\W_]+", "", unicodedata.normalize("NFKC", s).casefold())
 
 
-def _name_terms(source: str, title: str) -> frozenset[str]:
-    """A document's naming words: its file name's and title's, analysed."""
-    stem = source.rsplit(".", 1)[0]
-    words = re.sub(r"[_\-.]+", " ", stem) + " " + title
-    return frozenset(t for t in analyze(words, "en") if t not in _GENERIC and len(t) > 1)
+# A Unix manual page's title, "BASH(1) General Commands Manual": people call it "the bash man page".
+_MAN_TITLE = re.compile(r"^\s*[\w.+-]+\s*\(\d\w?\)")
+_MAN_WORDS = frozenset(analyze("man manpage", "en"))
+# file names' language and part codes ("ch04.en.html"): not words anyone names a document by
+_CODES = re.compile(r"^(en|de|fr|es|ja|zh|it|pt|nl|ch\d+|v\d+|\d+)$")
+
+
+def _man_page(title: str) -> frozenset[str]:
+    return _MAN_WORDS if _MAN_TITLE.match(title or "") else frozenset()
+
+
+def _name_terms(source: str, title: str, description: str = "") -> frozenset[str]:
+    """A document's naming words: its file name's, title's and description's (its first heading
+    or opening line, read at ingest), analysed; a manual page is also named "man page"."""
+    stem = source.rsplit(".", 1)[0] if source else ""
+    words = re.sub(r"[_\-.]+", " ", stem) + " " + title + " " + description
+    return frozenset(t for t in analyze(words, "en") if t not in _GENERIC and len(t) > 1 and not _CODES.match(t)) \
+        | _man_page(title)
 
 
 def _file_forms(source: str) -> tuple[str, ...]:
@@ -148,15 +172,30 @@ def mentions(question: str, catalogue: list[CatalogueEntry]) -> list[tuple[Catal
             if i not in named:
                 matched[i] = hit
     n = len(catalogue)
+    # words that a document named by its file name already explains name no other document
+    # ("travel-2023.md" does not also name travel-2024.md by "travel")
+    explained = set().union(*(catalogue[i].terms | catalogue[i].stem_terms for i in named)) if named else set()
+    matched = {i: hit for i, hit in matched.items() if not hit <= explained}
     idf = {t: math.log((n + 1) / (c + 0.5)) for t, c in df.items()}
     # a name word found in every document's name names none of them (unless there is one)
-    scored = {i: sum(idf[t] for t in hit) * (len(hit) / max(len(catalogue[i].terms), 1)) ** 0.5
-              for i, hit in matched.items() if sum(idf[t] for t in hit) >= 0.4 or n == 1}
+    # coverage is judged against the title's words (or the file stem's without a title), not the
+    # codes a file name carries ("ch04", "en"); a document whose file stem the question writes out
+    # in words ("the Asymptote manual": asymptote.pdf, not the reference card) comes first
+    scored = {i: sum(idf[t] for t in hit) * min(1.0, len(hit & catalogue[i].own) / max(len(catalogue[i].own), 1)
+                                                + 0.5 * len(hit - catalogue[i].own) / max(len(catalogue[i].terms), 1)) ** 0.5
+              * (1.5 if catalogue[i].stem_terms and catalogue[i].stem_terms <= qterms else 1.0)
+              for i, hit in matched.items()
+              if sum(idf[t] for t in hit) >= 0.4 or n == 1 or (catalogue[i].stem_terms and catalogue[i].stem_terms <= qterms)}
     if scored:
         top = max(scored.values())
         # a weak match far behind the best is noise ("data" in a question about R-data's title
         # words); words shared by many names name none of them
-        near = [i for i, v in scored.items() if v >= 0.35 * top]
+        # (a rare word that names one document outright, scoring 1 or more, is never noise)
+        spelled = {i for i in scored if catalogue[i].stem_terms and catalogue[i].stem_terms <= qterms}
+        near = [i for i, v in scored.items() if v >= 0.35 * top or v >= 1.0 or i in spelled]
+        # documents named by the very same words: the best-named of them (its file stem written
+        # out) stands for the words, the others are its shadows
+        near = [i for i in near if not any(j != i and matched[j] == matched[i] and scored[j] > scored[i] for j in near)]
         if len(near) <= MAX_NAMED:
             for i in near:
                 if any(j != i and matched[i] < matched[j] for j in near):
@@ -164,8 +203,11 @@ def mentions(question: str, catalogue: list[CatalogueEntry]) -> list[tuple[Catal
                 named[i] = (scored[i], min((_position(qs, t) for t in matched[i]), default=len(qs)))
     if not named:
         return []
-    best = max(s for s, _ in named.values())
-    keep = [i for i, (s, _) in named.items() if s >= 0.35 * best]
+    # a file name written out always names its document; documents named by words are weighed
+    # against each other, not against it ("R-admin and the R FAQ": both)
+    best_words = max((s for s, _ in named.values() if s < 10.0), default=0.0)
+    spelled = {i for i, e in enumerate(catalogue) if e.stem_terms and e.stem_terms <= qterms}
+    keep = [i for i, (s, _) in named.items() if s >= 10.0 or s >= 0.35 * best_words or s >= 1.0 or i in spelled]
     return [(catalogue[i], named[i][0] >= 10.0) for i in sorted(keep, key=lambda i: (named[i][1], -named[i][0]))]
 
 
@@ -178,7 +220,7 @@ def _position(qs: str, term: str) -> int:
 _COMPARE = re.compile(
     r"\b(compar\w*|contrast\w*|differ\w*|distinguish\w*|versus|vs\.?|side[- ]by[- ]side|in common"
     r"|what (has )?changed|what changes|changes? between|how do(es)? .{1,80}? (differ|compare)|same as"
-    r"|(covers?|says?|has|have|include|includes|mention|mentions|explain|explains|document|documents) .{0,60}?that .{1,80}? (does not|do not|doesn't|don't)"
+    r"|(covers?|says?|has|have|include|includes|mention|mentions|explain|explains|document|documents) .{0,60}?that .{1,80}? (does not|do not|doesn't|don't|leaves? out|omits?|lacks?|misses)"
     r"|vergleich\w*|unterschi\w*|unterscheid\w*|gegenüber\w*|was hat sich .{0,40}geändert"
     r"|compara\w*|diferencia\w*|difieren|diferente\w*|en qué se diferencia\w*"
     r"|différence\w*|diffèrent|comparer)\b"
@@ -195,6 +237,11 @@ _DOCUMENT = re.compile(
     r"|résum\w*|de quoi parle|thèmes principaux|vue d'ensemble|sommaire|plan du)\b"
     r"|要約|まとめ|概要|主なトピック|主な内容|主要なトピック|目次|何について|について説明|総括|总结|概述|摘要|主要内容|目录|讲了什么",
     re.I)
+# A request to see something ("show me my biography", "open the travel policy"): a request to see
+# a document when what follows names one, never a question ("show me how to …").
+_SHOW = re.compile(r"^\s*(please\s+)?(can i see|could i see|let me see|show|open|display|pull up|bring up|zeig\w*|öffne|"
+                   r"muéstrame|muestra|abre|montre|ouvre)\b(\s+(me|mir|moi))?\s+(?!(how|what|where|why|when|which|who|if|"
+                   r"whether|wie|was|wo|warum|cómo|qué|dónde|comment|quoi|où)\b)", re.I)
 # "list every option in it": about the whole document only when a document is named
 _LIST = re.compile(r"\b((list|enumerate|name) (all|every|each)|every \w+ (in|that|documented|listed|mentioned|described)"
                    r"|all the \w+ (in|that|documented|listed|mentioned))\b"
@@ -213,7 +260,8 @@ _DEICTIC = re.compile(r"\b(this|these|the two|both|each|the whole|entire|dieses?
 def rule_route(question: str, catalogue: list[CatalogueEntry], lookup_doc: CatalogueEntry | None = None) -> Route:
     """The offline decision: route words plus the documents named (or the scope, when it
     holds exactly the documents the question points at with "this" / "these two")."""
-    if lookup_doc is None and not (_COMPARE.search(question) or _DOCUMENT.search(question) or _LIST.search(question)):
+    if lookup_doc is None and not (_COMPARE.search(question) or _DOCUMENT.search(question) or _LIST.search(question)
+                                   or _SHOW.match(question)):
         # no route words: a search whatever the question names, and no pass over the catalogue
         # (a plain question costs nothing however many documents there are)
         return Route("search", (), "rules", "a question about a topic in the documents")
@@ -231,6 +279,8 @@ def rule_route(question: str, catalogue: list[CatalogueEntry], lookup_doc: Catal
             return Route("compare", tuple(named), "rules", "comparison words and several documents named")
         if not named and 2 <= len(catalogue) <= 4 and scoped:
             return Route("compare", tuple(catalogue), "scope", f"comparison words; the {len(catalogue)} documents in scope")
+    if lookup_doc is None and named and not compare and _SHOW.match(question):
+        lookup_doc = named[0]  # "show me my biography": a document named by what it is, not by a file word
     if lookup_doc is not None:
         return Route("document", (lookup_doc,), "rules", "a request to see a document", intent="show")
     if document:

@@ -30,6 +30,14 @@ def retrieve(kit: Kit, turn: Turn, config) -> Context:
     if turn.route.kind == "compare" or (turn.route.kind == "document" and turn.route.intent != "show"):
         return Context(turn=turn, sources=[])
     t = time.perf_counter()
+    if turn.route.kind == "document" and turn.route.documents:
+        # "show me X": the planner named the document (from the caller's own catalogue, by its
+        # name, title or description): its passages in order, as far as the budget holds
+        d = turn.route.documents[0]
+        res, total = kit.retrieval.whole_document((d.kb_id, d.doc_id), turn.settings)
+        if res:
+            return Context(turn=timed(turn, retrieve=ms(t)), sources=res, lookup_source=res[0].chunk.source,
+                           lookup_chunks=total, best=1.0)
     queries = [turn.standalone]
     qvec = None
     if kit.llm_ok(turn) and kit.settings.llm_multi_query:

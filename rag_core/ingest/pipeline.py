@@ -40,6 +40,26 @@ from .loaders import SUPPORTED_EXTENSIONS, load_file
 EMBED_GROUP = 256
 
 
+
+_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
+
+
+def describe(ld: LoadedDocument) -> str:
+    """What a document says it is, for the planner to match a question against (beside its file
+    name and title): its first heading other than its title, else its first line of text,
+    at most 120 characters. "BASH(1)" is titled by its metadata; its first heading says "NAME"
+    and its first line "bash - GNU Bourne-Again SHell"."""
+    text = "\n".join(ld.pages[:2])[:4000]
+    for m in _HEADING.finditer(text):
+        h = " ".join(m.group(1).split())
+        if h.casefold() != (ld.title or "").casefold() and len(h) > 3 and not h.isupper():
+            return h[:120]
+    for line in text.splitlines():
+        line = " ".join(line.strip("#|-*> \t").split())
+        if len(line) > 12 and line.casefold() != (ld.title or "").casefold():
+            return line[:120]
+    return ""
+
 class Cancelled(GroundworkError):
     """The caller asked to stop (a cancelled ingestion job)."""
 
@@ -334,6 +354,7 @@ class Ingestor:
             mime=ld.mime or (mimetypes.guess_type(path.name)[0] or "application/octet-stream"),
             sha256=content_sha, pages=ld.page_count, chunks=len(chunks),
             tenant=kb.tenant, acl_users=list(kb.acl_users), acl_groups=list(kb.acl_groups),
+            description=describe(ld),
         )
         # The date the person gave, else the one the file states, else the upload day.
         stated = ld.metadata.get("date")

@@ -89,7 +89,7 @@ class RetrievalPipeline:
         if lookup and pq.lookup and self.find_document and filters.kb_ids:
             found = self.find_document(pq.lookup, filters)
             if found:
-                res, total = self._whole_document(found, settings)
+                res, total = self.whole_document(found, settings)
                 if res:
                     timings["lookup"] = (time.perf_counter() - t0) * 1000
                     return Retrieved(pq, res, timings, lookup_source=res[0].chunk.source, candidates=len(res),
@@ -154,7 +154,7 @@ class RetrievalPipeline:
         order = mmr_select(rel, vecs, k, lam)
         return [cands[i] for i in order]
 
-    def _whole_document(self, found: tuple[str, str], settings: RetrievalSettings) -> tuple[list[ScoredChunk], int]:
+    def whole_document(self, found: tuple[str, str], settings: RetrievalSettings) -> tuple[list[ScoredChunk], int]:
         """The document's passages in order, as many as the context budget holds, and how
         many it has in all."""
         kb_id, doc_id = found

@@ -810,3 +810,27 @@ def test_a_two_part_question_gets_both_parts_and_names_a_missing_one(server, pag
     reply.get_by_text("The documents do not answer this part").first.wait_for()
     assert "How many sick days do we get?" in reply.inner_text() and "16 weeks" in reply.inner_text()
     page.screenshot(path=str(SHOTS / "13-two-part-question.png"), full_page=True)
+
+
+def test_show_me_a_document_named_by_what_it_is_opens_it(server, page, tmp_path, shot_on_failure):
+    """Documents named by what they are (issue 53, part 3), in the browser: "Show me the canteen
+    menu" names a PDF whose file name and title do not say so (its first line does); the answer
+    offers the document itself, which opens at its first page with a download link."""
+    sys.path.insert(0, str(REPO))
+    from tests.helpers import make_pdf
+
+    url, _, data = server
+    pdf = tmp_path / "scan-0042.pdf"
+    pdf.write_bytes(make_pdf(["Canteen menu for March\nSoup is served on Mondays and fish on Fridays.",
+                              "Desserts change every week."]))
+    kb_with_file(data, "Canteen", pdf)
+    page.goto(url)
+    select_kb_in_chat(page, "Canteen")
+    reply = ask_in_chat(page, "Show me the canteen menu")
+    button = reply.get_by_role("button", name="Open scan-0042.pdf")
+    button.wait_for()
+    button.click()
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_text("Page 1 of 2").wait_for()
+    dialog.get_by_role("button", name="Download original").wait_for()
+    page.screenshot(path=str(SHOTS / "14-show-me.png"), full_page=True)

@@ -142,3 +142,28 @@ def test_auto_asks_an_endpoints_model_but_not_a_local_file(tmp_path):
     assert not get_settings(tmp_path, llm_gguf=tmp_path / "m.gguf").planner_asks_model  # measured weaker than the rules
     assert get_settings(tmp_path, llm_gguf=tmp_path / "m.gguf", llm_planner="model").planner_asks_model
     assert not get_settings(tmp_path, openai_base_url="http://127.0.0.1:9/v1", llm_planner="rules").planner_asks_model
+
+
+# ---- documents named by what they are (issue 53, part 3) ----------------------------------
+NAMED = [
+    CatalogueEntry("s", "b1", "bash.pdf", "BASH(1) General Commands Manual"),
+    CatalogueEntry("s", "b2", "bashref.pdf", "Bash Reference Manual"),
+    CatalogueEntry("g", "a1", "asymptote.pdf", "Asymptote: the Vector Graphics Language"),
+    CatalogueEntry("g", "a2", "asyRefCard.pdf", "Asymptote Reference Card"),
+    CatalogueEntry("g", "a3", "asy-latex.pdf", "The asymptote package"),
+    CatalogueEntry("r", "r1", "R-admin.pdf", "R Installation and Administration"),
+    CatalogueEntry("r", "r2", "R-FAQ.pdf", "R FAQ"),
+    CatalogueEntry("d", "d1", "scan-0042.txt", "scan 0042", description="Travel reimbursement rules for field staff"),
+]
+
+
+@pytest.mark.parametrize("q,kind,docs", [
+    ("Summarise the bash man page in a few bullet points.", "document", ["bash.pdf"]),  # a man page by its title's form
+    ("give me the gist of the Asymptote manual", "document", ["asymptote.pdf"]),  # the file its stem names
+    ("what does R-admin cover that the R FAQ doesn't?", "compare", ["R-admin.pdf", "R-FAQ.pdf"]),  # file name and words
+    ("What does the Bash Reference Manual cover that the man page leaves out?", "compare", ["bash.pdf", "bashref.pdf"]),
+    ("Summarize the travel reimbursement rules", "document", ["scan-0042.txt"]),  # by what its first line says
+])
+def test_a_document_is_named_by_its_title_its_form_or_its_description(q, kind, docs):
+    k, got = route(q, NAMED)
+    assert k == kind and sorted(got) == sorted(docs), (k, got)
