@@ -149,6 +149,8 @@ class Settings(BaseSettings):
     llm_condense: bool = True  # rewrite follow-ups as standalone questions
     # A question of several parts is answered part by part (text/parts.py, generation/parts.py)
     multi_part: bool = True
+    # With a model: a one-line summary of each uploaded file, written at ingest, names it for the planner
+    llm_describe_documents: bool = True
     llm_multi_query: bool = False  # search with LLM paraphrases too, fuse the rankings
     llm_hyde: bool = False  # search with a hypothetical answer's embedding
     llm_relevance_check: bool = False  # the LLM confirms the passages hold an answer before writing one

@@ -184,7 +184,18 @@ class Workspace:
 
     @cached_property
     def ingestor(self) -> Ingestor:
-        return Ingestor(self.settings, self.appdb, self.store, self.embedder)
+        return Ingestor(self.settings, self.appdb, self.store, self.embedder, summarize=self._summarizer())
+
+    def _summarizer(self):
+        """One line on what a document is, written by the fast model at ingest (None offline)."""
+        if not (self.settings.llm_configured and self.settings.llm_describe_documents):
+            return None
+        from .generation.prompts import DESCRIBE_PROMPT
+
+        model = self.fast_chat_model or self.chat_model
+        if model is None:
+            return None
+        return lambda text: model.invoke(DESCRIBE_PROMPT.format(text=text)).content
 
     # ---- identity --------------------------------------------------------------------
     # Every public method below takes `caller` (keyword-only, no default): the edge (CLI, page,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import mimetypes
+import logging
 import re
 import shutil
 import time
@@ -41,15 +42,30 @@ EMBED_GROUP = 256
 
 
 
+log = logging.getLogger(__name__)
+
 _HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
 
 
-def describe(ld: LoadedDocument) -> str:
+def describe(ld: LoadedDocument, summarize=None) -> str:
     """What a document says it is, for the planner to match a question against (beside its file
     name and title): its first heading other than its title, else its first line of text,
-    at most 120 characters. "BASH(1)" is titled by its metadata; its first heading says "NAME"
-    and its first line "bash - GNU Bourne-Again SHell"."""
+    at most 120 characters. With a model (`summarize`), its one-line summary follows: "the
+    canteen menu" names a scan whose first line is a date. A record of a JSONL file is not
+    summarised (thousands of model calls); a model that fails leaves the rule's line."""
     text = "\n".join(ld.pages[:2])[:4000]
+    line = _first_line(ld, text)
+    if summarize is not None and not ld.doc_id and text.strip():
+        try:
+            said = " ".join(str(summarize(text[:2000])).split())[:160]
+            if said:
+                return f"{line} — {said}" if line else said
+        except Exception:  # noqa: BLE001 - the rule's line stands
+            log.warning("summary at ingest failed for %s", ld.source, exc_info=True)
+    return line
+
+
+def _first_line(ld: LoadedDocument, text: str) -> str:
     for m in _HEADING.finditer(text):
         h = " ".join(m.group(1).split())
         if h.casefold() != (ld.title or "").casefold() and len(h) > 3 and not h.isupper():
@@ -95,7 +111,10 @@ def file_sha256(path: Path) -> str:
 
 
 class Ingestor:
-    def __init__(self, settings: Settings, appdb: AppDB, store, embedder):
+    def __init__(self, settings: Settings, appdb: AppDB, store, embedder, summarize=None):
+        # summarize(text) -> one line saying what a document is (the fast model's, when a model
+        # is configured): the planner matches questions against it (generation/planner.py)
+        self.summarize = summarize
         self.settings = settings
         self.appdb = appdb
         self.store = store
@@ -354,7 +373,7 @@ class Ingestor:
             mime=ld.mime or (mimetypes.guess_type(path.name)[0] or "application/octet-stream"),
             sha256=content_sha, pages=ld.page_count, chunks=len(chunks),
             tenant=kb.tenant, acl_users=list(kb.acl_users), acl_groups=list(kb.acl_groups),
-            description=describe(ld),
+            description=describe(ld, self.summarize),
         )
         # The date the person gave, else the one the file states, else the upload day.
         stated = ld.metadata.get("date")
