@@ -3,6 +3,7 @@ was built (benchmarks/data/routing_questions.jsonl, ROUTING_README.md): offline 
 rules plus a local model's JSON decision.
 
     python benchmarks/routing.py                      # offline rules
+    python benchmarks/routing.py --questions routing_questions_b.jsonl   # the second set
     python benchmarks/routing.py --llm 0.5b           # with Qwen2.5-Coder-0.5B (benchmarks/qwen_gguf.py)
 
 A route is right when it is the labelled one; "documents right" also needs the documents the
@@ -37,9 +38,11 @@ def main() -> None:
     ap.add_argument("--llm", choices=("0.5b", "1.5b"), default=None)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--questions", default="routing_questions.jsonl",
+                    help="a question file in benchmarks/data (routing_questions_b.jsonl: the second set, ROUTING_README.md)")
     args = ap.parse_args()
     cat = catalogue()
-    rows = [json.loads(line) for line in (DATA / "routing_questions.jsonl").read_text().splitlines() if line.strip()]
+    rows = [json.loads(line) for line in (DATA / args.questions).read_text().splitlines() if line.strip()]
     llm = None
     if args.llm:
         from langchain_core.output_parsers import StrOutputParser
