@@ -149,8 +149,9 @@ class Settings(BaseSettings):
     llm_condense: bool = True  # rewrite follow-ups as standalone questions
     # A question of several parts is answered part by part (text/parts.py, generation/parts.py)
     multi_part: bool = True
-    # With a model: a one-line summary of each uploaded file, written at ingest, names it for the planner
-    llm_describe_documents: bool = True
+    # With a model: a one-line summary of each uploaded file, written at ingest, names it for the
+    # planner. auto: with an endpoint's model, not a local GGUF file (seconds per file on a CPU)
+    llm_describe_documents: Literal["auto", "on", "off"] = "auto"
     llm_multi_query: bool = False  # search with LLM paraphrases too, fuse the rankings
     llm_hyde: bool = False  # search with a hypothetical answer's embedding
     llm_relevance_check: bool = False  # the LLM confirms the passages hold an answer before writing one
@@ -284,6 +285,13 @@ class Settings(BaseSettings):
         if self.llm_fast_gguf:
             return f"{Path(self.llm_fast_gguf).name} (local, llama.cpp)"
         return self.llm_fast_model or self.llm_label
+
+    @property
+    def describes_documents(self) -> bool:
+        """Whether ingest asks the fast model for a one-line summary of each file."""
+        if not self.llm_configured or self.llm_describe_documents == "off":
+            return False
+        return self.llm_describe_documents == "on" or not (self.llm_gguf or self.llm_fast_gguf)
 
     @property
     def planner_asks_model(self) -> bool:

@@ -188,7 +188,7 @@ class Workspace:
 
     def _summarizer(self):
         """One line on what a document is, written by the fast model at ingest (None offline)."""
-        if not (self.settings.llm_configured and self.settings.llm_describe_documents):
+        if not self.settings.describes_documents:
             return None
         from .generation.prompts import DESCRIBE_PROMPT
 

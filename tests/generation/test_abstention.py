@@ -70,7 +70,8 @@ def test_cli_ask_json_carries_closest(ws, capsys):
     code = main(["--json", "--data-dir", str(ws.settings.data_dir), "ask", "--kb", "Geo", QUESTION])
     row = json.loads(capsys.readouterr().out)
     assert code == 0 and row["abstained"] and row["citations"] == []
-    assert row["closest"] and set(row["closest"][0]) == {"n", "doc_id", "source", "page", "chunk_id", "snippet", "score", "date"}
+    assert row["closest"] and set(row["closest"][0]) == {"n", "doc_id", "source", "page", "chunk_id", "snippet", "score", "date",
+                                                           "section", "trusted"}
 
 
 def test_the_rephrasing_tip_names_the_questions_topic_words_only(ws):

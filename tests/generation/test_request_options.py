@@ -28,7 +28,8 @@ def test_temperature_and_output_budget_reach_the_model_and_its_tokens_come_back(
     srv = GeminiLike("Descale the kettle every four weeks [1].")
     try:
         ws = Workspace(get_settings(tmp_path / "data", openai_base_url=srv.base_url, openai_api_key=KEY,
-                                    llm_model=MODEL, llm_crag=False, answer_cache=False))
+                                    llm_model=MODEL, llm_crag=False, answer_cache=False,
+                                    llm_describe_documents="off"))  # only the answers' requests are read here
         try:
             ws.create_kb("home", caller=OP)
             ws.ingest("home", [docs / "kettle.md"], caller=OP)
