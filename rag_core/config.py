@@ -16,8 +16,12 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 # A local model's passages, in tokens. Qwen2.5 1.5B reads ~60-90 prompt tokens a second on 2
 # cores, the 0.5B ~3x that: four whole passages (~1,000 tokens) kept the 1.5B silent ~10 s.
 # The system prompt is cached by llama.cpp and costs nothing after the first question.
-# Chosen with benchmarks/llm_mode.py (issue 52's closing note gives the before and after).
-LOCAL_CONTEXT_TOKENS = 320
+# Chosen on SQuAD's train side (`RAG_LLM_CONTEXT_TOKENS=B python benchmarks/llm_mode.py --model 0.5b
+# --n 20 --split calib`, idle): at 320 the 0.5B answered 0.40 correct and cited and withheld 0.60 of
+# the unanswerable, first token p50 3.49 s; at 160, 0.60 and 0.55, 2.44 s (329 prompt tokens read,
+# not 473). The reader's best sentence comes first in each window (prompt_budget.py), so a
+# tighter window mostly drops what the model did not need.
+LOCAL_CONTEXT_TOKENS = 160
 
 
 class Settings(BaseSettings):
