@@ -207,7 +207,11 @@ def mentions(question: str, catalogue: list[CatalogueEntry]) -> list[tuple[Catal
     # against each other, not against it ("R-admin and the R FAQ": both)
     best_words = max((s for s, _ in named.values() if s < 10.0), default=0.0)
     spelled = {i for i, e in enumerate(catalogue) if e.stem_terms and e.stem_terms <= qterms}
-    keep = [i for i, (s, _) in named.items() if s >= 10.0 or s >= 0.35 * best_words or s >= 1.0 or i in spelled]
+    by_file = any(s >= 10.0 for s, _ in named.values())
+    # beside a file name written out, a document named by words needs a rare word that names it
+    # outright (score 1 or more): "die" in a German question names no "Kapitel 3. Die …"
+    keep = [i for i, (s, _) in named.items()
+            if s >= 10.0 or s >= 1.0 or i in spelled or (not by_file and s >= 0.35 * best_words)]
     return [(catalogue[i], named[i][0] >= 10.0) for i in sorted(keep, key=lambda i: (named[i][1], -named[i][0]))]
 
 
