@@ -117,3 +117,14 @@ def client(api):
         return httpx.Client(base_url=base, headers=headers, timeout=120)
 
     return as_
+
+
+def wait_for_job(c: httpx.Client, job_id: str, timeout: float = 300) -> dict:
+    """Poll an ingest job until it leaves queued/running; its final record."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        job = c.get(f"/v1/jobs/{job_id}").json()
+        if job["status"] not in ("queued", "running"):
+            return job
+        time.sleep(0.2)
+    raise AssertionError(f"job {job_id} did not finish")

@@ -8,22 +8,14 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import pytest
+
+from tests.api.conftest import wait_for_job
 
 QUERY = "/v1/query"
 LIMIT = 4000  # RAG_API_MAX_QUESTION_CHARS
 
-
-def _wait(c, job_id: str) -> dict:
-    deadline = time.time() + 300
-    while time.time() < deadline:
-        job = c.get(f"/v1/jobs/{job_id}").json()
-        if job["status"] not in ("queued", "running"):
-            return job
-        time.sleep(0.2)
-    raise AssertionError(f"job {job_id} did not finish")
 
 
 @pytest.fixture
@@ -112,7 +104,7 @@ def test_a_10000_row_jsonl_with_broken_lines_is_refused_by_line_and_the_batch_go
         ("files", ("records.jsonl", _rows(10_000, broken), "application/jsonl")),
         ("files", ("note.md", b"# Note\n\nThe depot closes at noon on Saturdays.\n", "text/markdown"))])
     assert r.status_code == 202, r.text
-    job = _wait(alice, r.json()["job_id"])
+    job = wait_for_job(alice, r.json()["job_id"])
     reports = {x["file"]: x for x in job["reports"]}
     bad = reports["records.jsonl"]
     assert bad["status"] == "failed"
@@ -147,7 +139,7 @@ def test_two_users_uploading_the_same_file_at_once_get_one_copy(client, kb):
     for t in ts:
         t.join()
     assert not errors and len(jobs) == 2
-    statuses = sorted(_wait(c, jobs[w])["reports"][0]["status"] for w, c in (("alice", alice), ("bob", bob)))
+    statuses = sorted(wait_for_job(c, jobs[w])["reports"][0]["status"] for w, c in (("alice", alice), ("bob", bob)))
     assert statuses == ["duplicate", "ingested"], statuses
     docs = alice.get(f"/v1/knowledge-bases/{kb}/documents").json()["data"]
     assert [d["source"] for d in docs] == ["depot.md"] and docs[0]["status"] in ("indexed", "searchable")
@@ -166,7 +158,7 @@ def test_two_users_uploading_the_same_file_into_their_own_knowledge_bases_each_g
 
         def up(c, name):
             r = c.post(f"/v1/knowledge-bases/{name}/documents", files=[("files", ("graz.md", data, "text/markdown"))])
-            out[name] = _wait(c, r.json()["job_id"])["reports"][0]["status"]
+            out[name] = wait_for_job(c, r.json()["job_id"])["reports"][0]["status"]
 
         ts = [threading.Thread(target=up, args=a) for a in ((client("alice"), kb), (bob, mine))]
         for t in ts:

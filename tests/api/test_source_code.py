@@ -5,10 +5,11 @@ quotes what the author wrote about the code."""
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
+
+from tests.api.conftest import wait_for_job
 
 LOADER = ('"""Reading tables from files."""\n\nimport csv\n\n\n'
           "# Parse a CSV file into rows; the separator defaults to a comma.\n"
@@ -31,10 +32,7 @@ def kb(client):
         ("files", ("users.js", USERS.encode(), "text/javascript")),
         ("files", ("schema.sql", SCHEMA.encode(), "application/sql"))])
     assert r.status_code == 202, r.text
-    deadline = time.time() + 300
-    while (job := alice.get(f"/v1/jobs/{r.json()['job_id']}").json())["status"] in ("queued", "running"):
-        assert time.time() < deadline
-        time.sleep(0.2)
+    job = wait_for_job(alice, r.json()["job_id"])
     assert [x["status"] for x in job["reports"]] == ["ingested"] * 3, job["reports"]
     yield name
     alice.delete(f"/v1/knowledge-bases/{name}")

@@ -4,10 +4,11 @@ owner marks a document with PATCH, a reader cannot, a draft is out of /v1/search
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
+
+from tests.api.conftest import wait_for_job
 
 POLICY = "# Leave policy\n\nEvery employee gets 25 vacation days per year. Unused days expire in March.\n"
 PROPOSAL = "# Draft leave proposal\n\nEvery employee gets 30 vacation days per year under the proposal.\n"
@@ -22,10 +23,7 @@ def kb(client):
         ("files", ("leave-policy.md", POLICY.encode(), "text/markdown")),
         ("files", ("proposal.md", PROPOSAL.encode(), "text/markdown"))])
     assert r.status_code == 202, r.text
-    deadline = time.time() + 300
-    while (job := alice.get(f"/v1/jobs/{r.json()['job_id']}").json())["status"] in ("queued", "running"):
-        assert time.time() < deadline
-        time.sleep(0.2)
+    job = wait_for_job(alice, r.json()["job_id"])
     assert [x["status"] for x in job["reports"]] == ["ingested"] * 2, job["reports"]
     yield name
     alice.delete(f"/v1/knowledge-bases/{name}")
