@@ -19,22 +19,46 @@ from ..models import Answer
 
 _END = object()
 
-# Answers one caller may have running at once; the rest of its questions wait their turn here,
-# before a worker thread is taken. With the model runs handed out in turn (inference.FairShare),
-# this keeps one user's batch from filling the machine with its own Python work as well: 500
-# questions over 8 connections run two at a time, and another user's question starts at once.
+# Answers running at once: as many as cores (more only share the same cores), shared out among
+# the callers present (running or waiting). A caller alone may use them all: a lone user's
+# batch runs two at a time on 2 cores. When another caller arrives, each one's share is
+# cores // callers (at least one): the first one's next question waits until it is back within
+# its share, and the newcomer's starts at once. With the model runs handed out in turn
+# (inference.FairShare), this keeps one user's batch from filling the machine with its own work.
+#
+# Why a share, not a fixed cap per caller (issue 52, fairness): with two answers per caller,
+# another user's single question ran beside two of the batch's answers, three answers on two
+# cores, and its p95 was 2.30x its idle value (target 2x).
 PER_CALLER = max(1, os.cpu_count() or 1)
-_slots: dict[str, tuple[anyio.Semaphore, list[int]]] = {}
+_present: dict[str, int] = {}  # caller -> its answers running or waiting
+_running: dict[str, int] = {}  # caller -> its answers running
+_waiters: list[anyio.Event] = []  # woken whenever a share or a count changes; each checks again
+
+
+def share() -> int:
+    """Answers each caller present may run at once now."""
+    return max(1, PER_CALLER // max(1, len(_present)))
+
+
+def _changed() -> None:
+    while _waiters:
+        _waiters.pop().set()
 
 
 @asynccontextmanager
 async def turn(caller: Caller):
-    """One of the caller's answer slots, and its model runs queued under its name."""
+    """One of the caller's answer slots, and its model runs queued under its name. Everything
+    here runs on the event loop's thread: no await falls between a check and its count."""
     who = caller.user or "local"
-    sem, users = _slots.setdefault(who, (anyio.Semaphore(PER_CALLER), [0]))
-    users[0] += 1
+    _present[who] = _present.get(who, 0) + 1
+    _changed()  # one more caller present: the others' shares may shrink (they only check at start)
     try:
-        async with sem:
+        while _running.get(who, 0) >= share():
+            wake = anyio.Event()
+            _waiters.append(wake)
+            await wake.wait()
+        _running[who] = _running.get(who, 0) + 1
+        try:
             token = run_for.set(who)
             try:
                 yield
@@ -43,10 +67,15 @@ async def turn(caller: Caller):
                     run_for.reset(token)
                 except ValueError:  # a stream closed from another context (its task ended): nothing to undo there
                     pass
+        finally:
+            _running[who] -= 1
+            if not _running[who]:
+                del _running[who]
     finally:
-        users[0] -= 1
-        if not users[0]:
-            _slots.pop(who, None)  # nobody waits or runs under this name: forget it
+        _present[who] -= 1
+        if not _present[who]:
+            del _present[who]  # nobody waits or runs under this name: forget it
+        _changed()
 
 
 @dataclass
