@@ -79,7 +79,17 @@ def system_prompt(kbs: list[KnowledgeBase]) -> str:
     return "\n\n".join(parts)
 
 
-def format_context(sources: list[ScoredChunk]) -> str:
+def format_context(sources: list[ScoredChunk], compact: bool = False) -> str:
+    """The sources inside <retrieved_context>. `compact` (a local model): each source is its
+    "[n] title" line and its text, without the <source> tag and its file and page attributes.
+
+    Why compact for a local model (issue 52, part 4): its first token waits for it to read the
+    prompt, at ~140 tokens/s for the 0.5B on 2 cores, and the tags were ~20 of every source's
+    tokens (a quarter of the prompt it reads per question at a 160-token passage budget). Its
+    answer never names a file or page (citations carry them), and the "[n]" line it does use
+    stays. A document still cannot forge a source: `neutralise` turns a "[3]" in its text into
+    "(3)" and takes the brackets off our tags either way. An endpoint model keeps the tags: it
+    reads fast and may say which page it read."""
     blocks = []
     for i, r in enumerate(sources, 1):
         c = r.chunk
@@ -92,7 +102,7 @@ def format_context(sources: list[ScoredChunk]) -> str:
         head = f"[{i}] {neutralise(c.heading)}" if c.heading else f"[{i}]"
         # an instruction a document addresses to the assistant never reaches the model (instructions.py)
         body, _ = without_instructions(c.text)
-        blocks.append(f"<source {attrs}>\n{head}\n{neutralise(body)}\n</source>")
+        blocks.append(f"{head}\n{neutralise(body)}" if compact else f"<source {attrs}>\n{head}\n{neutralise(body)}\n</source>")
     return "<retrieved_context>\n" + "\n\n".join(blocks) + "\n</retrieved_context>"
 
 
@@ -136,7 +146,8 @@ def split_evidence(text: str) -> tuple[str, dict[int, list[str]]]:
     return text[:at].rstrip(), quotes
 
 
-def user_message(question: str, sources: list[ScoredChunk], language: str = "en", reminder: str | None = None) -> str:
+def user_message(question: str, sources: list[ScoredChunk], language: str = "en", reminder: str | None = None,
+                 compact: bool = False) -> str:
     """The sources, the question, and the reminder; for a question not in English the
     reminder names its language (small models otherwise answer in the sources' language)."""
     reminder = reminder or ANSWER_REMINDER
@@ -144,7 +155,7 @@ def user_message(question: str, sources: list[ScoredChunk], language: str = "en"
         from ..text.language import name
 
         reminder += f" Write the answer in {name(language)}, the language of the question."
-    return f"{format_context(sources)}\n\nQuestion: {neutralise(question)}\n\n{reminder}"
+    return f"{format_context(sources, compact)}\n\nQuestion: {neutralise(question)}\n\n{reminder}"
 
 
 # The reminder for a whole document or a comparison: the answer covers the sources, not one fact.
