@@ -58,3 +58,7 @@ def test_the_kit_gives_the_compact_form_to_a_local_model_only(tmp_path):
     assert "<source" not in local and "[1] Heating" in local
     assert endpoint.count("<source ") == 2
     assert local == user_message(turn.standalone, _sources(), "en", compact=True)
+    # the switch overrides the default either way (RAG_LLM_COMPACT_SOURCES)
+    assert "<source " in user(get_settings(tmp_path, llm_gguf=tmp_path / "m.gguf", llm_compact_sources="off"))
+    assert "<source" not in user(get_settings(tmp_path, openai_base_url="http://127.0.0.1:9/v1", openai_api_key="k",
+                                              llm_model="m", llm_compact_sources="on"))
