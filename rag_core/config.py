@@ -174,9 +174,11 @@ class Settings(BaseSettings):
     # GGUF file, which reads its prompt on the CPU before its first word; no limit for an endpoint.
     llm_context_tokens: int = Field(default=0, ge=0, le=100_000)
     # The sources in compact form ("[n] title" and text, no <source> tag with file and page:
-    # generation/prompts.format_context): "auto" = for a local GGUF file, whose first word waits
-    # for it to read the prompt on the CPU; an endpoint model keeps the tags.
-    llm_compact_sources: Literal["auto", "on", "off"] = "auto"
+    # generation/prompts.format_context): ~65 fewer prompt tokens at the local budget. Off by
+    # default, a decision measured in one run with the 0.5B (benchmarks/compact_sources_ab.py):
+    # first token p50 2.74 -> 2.57 s, but correct and cited 0.50 -> 0.30 of 10 test questions
+    # (0.60 -> 0.55 of 20 on the train side): 0.2 s is not worth answers lost.
+    llm_compact_sources: bool = False
     # Reading a whole document (generation/document_reader.py). With a model: up to this many
     # tokens of the document in one prompt, map-reduce over parts of this size beyond it
     # (0 = sized to the model: RAG_LLM_CTX less room for the instructions and the answer for a
@@ -307,13 +309,6 @@ class Settings(BaseSettings):
         if self.llm_planner != "auto":
             return self.llm_planner == "model"
         return self.llm_configured and not (self.llm_gguf or self.llm_fast_gguf)
-
-    @property
-    def compact_sources(self) -> bool:
-        """Whether the answer's prompt gives its sources in compact form (llm_compact_sources)."""
-        if self.llm_compact_sources != "auto":
-            return self.llm_compact_sources == "on"
-        return bool(self.llm_gguf)
 
     @property
     def context_budget(self) -> int:

@@ -120,7 +120,7 @@ class Kit:
                      reminder: str | None = None, windows: dict[int, str] | None = None) -> dict:
         """The prompt's parts; `windows`: passages the prompt shows in part (prompt_budget.py)."""
         user = user_message(turn.standalone, shown(sources, windows), turn.language, reminder,
-                            compact=self.settings.compact_sources)
+                            compact=self.settings.llm_compact_sources)
         return {"system": system_prompt(turn.req.kbs), "history": self.history(turn.req),
                 "user": f"{user}\n\n{task}" if task else user}
 

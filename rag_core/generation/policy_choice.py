@@ -34,7 +34,7 @@ POLICY_DIR = "answer_policies"
 MIN_CALIBRATION_QUESTIONS = 100
 # Settings that change what the calibration rows record (the gates' own lines are what it fits).
 DECISION_SETTINGS = ("llm_relevance_check", "llm_verify", "llm_evidence", "llm_crag", "llm_crag_rounds", "llm_context_passages", "context_budget",
-                     "compact_sources",
+                     "llm_compact_sources",
                      "confidence_threshold", "llm_multi_query", "llm_hyde", "llm_temperature", "llm_max_tokens",
                      "reranker", "answer_policy_target")
 _HERE = Path(__file__).resolve().parent

@@ -80,16 +80,12 @@ def system_prompt(kbs: list[KnowledgeBase]) -> str:
 
 
 def format_context(sources: list[ScoredChunk], compact: bool = False) -> str:
-    """The sources inside <retrieved_context>. `compact` (a local model): each source is its
-    "[n] title" line and its text, without the <source> tag and its file and page attributes.
-
-    Why compact for a local model (issue 52, part 4): its first token waits for it to read the
-    prompt, at ~140 tokens/s for the 0.5B on 2 cores, and the tags were ~20 of every source's
-    tokens (a quarter of the prompt it reads per question at a 160-token passage budget). Its
-    answer never names a file or page (citations carry them), and the "[n]" line it does use
-    stays. A document still cannot forge a source: `neutralise` turns a "[3]" in its text into
-    "(3)" and takes the brackets off our tags either way. An endpoint model keeps the tags: it
-    reads fast and may say which page it read."""
+    """The sources inside <retrieved_context>. `compact` (RAG_LLM_COMPACT_SOURCES): each source
+    is its "[n] title" line and its text, without the <source> tag and its file and page
+    attributes, ~20 fewer tokens a source for a local model to read before its first word. Off
+    by default: measured with the 0.5B it gained 0.2 s and lost answers (config.py says the
+    figures). A document cannot forge a source in either form: `neutralise` turns a "[3]" in
+    its text into "(3)" and takes the brackets off our tags."""
     blocks = []
     for i, r in enumerate(sources, 1):
         c = r.chunk
