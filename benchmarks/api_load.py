@@ -8,7 +8,8 @@ Every question is sent with `no_cache` (issue 52): repeated questions would othe
 the answer cache, not answering (`--cache` to measure the cache on purpose).
 
 `--fair`: a second user's single questions while a first user's batch (`--batch`, default 500,
-over 8 connections) runs: the second user's p50/p95 alone first, then during the batch.
+over 8 connections) runs: the second user's p50/p95 alone first, then during the batch
+(`--asks` questions each, default 20).
 
 `--code DIR` runs the server from another checkout (a `git worktree` at the commit before a
 change); `--kb NAME` uses a knowledge base already in `--data-dir` (benchmarks/first_words.py
@@ -180,6 +181,7 @@ def main() -> None:
     ap.add_argument("--cache", action="store_true", help="let repeated questions hit the answer cache")
     ap.add_argument("--fair", action="store_true")
     ap.add_argument("--batch", type=int, default=500)
+    ap.add_argument("--asks", type=int, default=20, help="the second user's questions, alone and during the batch")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     KB, CODE, NO_CACHE = args.kb, args.code.resolve(), not args.cache
@@ -196,7 +198,7 @@ def main() -> None:
             res = run_level(base, key, qs, clients, args.queries)
             print(json.dumps(res), flush=True)
             levels.append(res)
-        fair = fairness(base, key, other, qs, args.batch) if args.fair else None
+        fair = fairness(base, key, other, qs, args.batch, args.asks) if args.fair else None
         if fair:
             print(json.dumps(fair), flush=True)
     finally:

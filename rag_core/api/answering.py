@@ -41,8 +41,12 @@ def share() -> int:
 
 
 def _changed() -> None:
-    while _waiters:
-        _waiters.pop().set()
+    # Oldest first: the event loop runs the woken in the order they are set, so the longest
+    # waiting checks first and takes a freed slot (woken newest first, a 16-client load kept
+    # its oldest questions waiting: p95 10.3 s).
+    for wake in _waiters:
+        wake.set()
+    _waiters.clear()
 
 
 @asynccontextmanager
@@ -50,8 +54,10 @@ async def turn(caller: Caller):
     """One of the caller's answer slots, and its model runs queued under its name. Everything
     here runs on the event loop's thread: no await falls between a check and its count."""
     who = caller.user or "local"
+    # One more caller present can only shrink the others' shares, so nobody is woken here: a
+    # wake-up that admits nobody only reorders the queue (waking at each arrival made a busy
+    # caller's questions start newest first).
     _present[who] = _present.get(who, 0) + 1
-    _changed()  # one more caller present: the others' shares may shrink (they only check at start)
     try:
         while _running.get(who, 0) >= share():
             wake = anyio.Event()
