@@ -88,6 +88,17 @@ def start_server(data_dir: Path, port: int) -> subprocess.Popen:
     raise SystemExit("server did not start")
 
 
+SERVER_PID = 0
+
+
+def cpu_s(pid: int) -> float:
+    """CPU seconds the server process has used so far, all its threads (user + system)."""
+    if not pid:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_level(base: str, key: str, questions: list[str], clients: int, n: int, stop=None) -> dict:
     lat, chain_ms, errors, abstained, stages = [], [], [], 0, {}
     lock = threading.Lock()
@@ -121,12 +132,17 @@ def run_level(base: str, key: str, questions: list[str], clients: int, n: int, s
                     with lock:
                         errors.append(repr(exc))
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), cpu_s(SERVER_PID)
     with ThreadPoolExecutor(clients) as pool:
         for _ in range(clients):
             pool.submit(worker)
     wall = time.perf_counter() - t0
+    used = cpu_s(SERVER_PID) - c0
     return {"clients": clients, "queries": n, "ok": len(lat), "errors": len(errors), "error_examples": errors[:3],
+            # how much of the machine the server used, and what one answer costs in CPU: the
+            # ceiling no scheduling or worker processes can lift
+            "server_cores_used": round(used / wall, 2) if SERVER_PID else None,
+            "server_cpu_s_per_answer": round(used / len(lat), 3) if SERVER_PID and lat else None,
             "abstained": abstained, "wall_s": round(wall, 1), "throughput_qps": round(len(lat) / wall, 2),
             "p50_ms": round(pct(lat, 50) * 1000), "p95_ms": round(pct(lat, 95) * 1000),
             "max_ms": round(max(lat) * 1000) if lat else None,
@@ -169,7 +185,7 @@ def fairness(base: str, key: str, other: str, questions: list[str], batch: int, 
 
 
 def main() -> None:
-    global KB, CODE, NO_CACHE
+    global KB, CODE, NO_CACHE, SERVER_PID
     ap = argparse.ArgumentParser()
     ap.add_argument("--pdfs", nargs="+", type=Path, default=[])
     ap.add_argument("--data-dir", required=True, type=Path)
@@ -190,6 +206,7 @@ def main() -> None:
     qs = [json.loads(line)["question"] for line in (ROOT / "benchmarks/data/manual_questions_v2.jsonl").open()]
     random.Random(0).shuffle(qs)  # mixed: programs, answerable and not, in no order
     proc = start_server(args.data_dir, args.port)
+    SERVER_PID = proc.pid
     base = f"http://127.0.0.1:{args.port}"
     try:
         run_level(base, key, qs, 2, 10)  # warm up: models loaded, caches filled
