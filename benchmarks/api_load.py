@@ -74,9 +74,9 @@ def build(data_dir: Path, pdfs: list[Path]) -> tuple[int, str, str]:
         ws.close()
 
 
-def start_server(data_dir: Path, port: int) -> subprocess.Popen:
+def start_server(data_dir: Path, port: int, workers: int = 1) -> subprocess.Popen:
     proc = subprocess.Popen([sys.executable, "-m", "rag_core", "serve", "--port", str(port), "--data-dir",
-                             str(data_dir), "--log-level", "warning"], cwd=CODE,
+                             str(data_dir), "--log-level", "warning", "--workers", str(workers)], cwd=CODE,
                             env={**os.environ, "PYTHONPATH": str(CODE), "RAG_API_RATE_LIMIT": "1000000"})
     for _ in range(600):
         try:
@@ -92,11 +92,24 @@ SERVER_PID = 0
 
 
 def cpu_s(pid: int) -> float:
-    """CPU seconds the server process has used so far, all its threads (user + system)."""
+    """CPU seconds the server has used so far: its process and every live descendant (the
+    worker processes of `serve --workers N`), all their threads, user + system."""
     if not pid:
         return 0.0
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    stats = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                f = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            stats[int(d.name)] = (int(f[1]), int(f[11]) + int(f[12]))  # parent, ticks
+    tree, grew = {pid}, True
+    while grew:
+        more = {p for p, (parent, _) in stats.items() if parent in tree} - tree
+        tree |= more
+        grew = bool(more)
+    return sum(stats[p][1] for p in tree if p in stats) / os.sysconf("SC_CLK_TCK")
 
 
 def run_level(base: str, key: str, questions: list[str], clients: int, n: int, stop=None) -> dict:
@@ -197,6 +210,7 @@ def main() -> None:
     ap.add_argument("--cache", action="store_true", help="let repeated questions hit the answer cache")
     ap.add_argument("--fair", action="store_true")
     ap.add_argument("--batch", type=int, default=500)
+    ap.add_argument("--workers", type=int, default=1, help="serve --workers N: worker processes")
     ap.add_argument("--asks", type=int, default=20, help="the second user's questions, alone and during the batch")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
@@ -205,7 +219,7 @@ def main() -> None:
     chunks, key, other = build(args.data_dir, args.pdfs)
     qs = [json.loads(line)["question"] for line in (ROOT / "benchmarks/data/manual_questions_v2.jsonl").open()]
     random.Random(0).shuffle(qs)  # mixed: programs, answerable and not, in no order
-    proc = start_server(args.data_dir, args.port)
+    proc = start_server(args.data_dir, args.port, args.workers)
     SERVER_PID = proc.pid
     base = f"http://127.0.0.1:{args.port}"
     try:
@@ -224,7 +238,7 @@ def main() -> None:
     out = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
            "kb_chunks": chunks, "kb": KB, "code": str(CODE),
            "commit": os.popen(f"git -C {CODE} rev-parse --short HEAD").read().strip(), "no_cache": NO_CACHE,
-           "workers": 1, "levels": levels, "fairness": fair, "command": " ".join(sys.argv),
+           "workers": args.workers, "levels": levels, "fairness": fair, "command": " ".join(sys.argv),
            "load_at_end": round(os.getloadavg()[0], 2)}
     if len(levels) > 1 and levels[0]["clients"] == 1:
         out["throughput_vs_one_client"] = {l["clients"]: round(l["throughput_qps"] / levels[0]["throughput_qps"], 2)
