@@ -62,8 +62,8 @@ def main() -> None:
     rows = []
     items = [("answerable", x) for x in answerable] + [("impossible", x) for x in impossible]
     for i, (label, (qid, q, gold_doc, golds)) in enumerate(items):
-        for form in (("on", "off") if i % 2 == 0 else ("off", "on")):
-            settings.llm_compact_sources = form
+        for compact in ((True, False) if i % 2 == 0 else (False, True)):
+            settings.llm_compact_sources = compact
             t0, first, answer = time.perf_counter(), None, None
             for ev in chain.stream(ws.answer_request([KB], q, caller=op)):
                 if ev.kind == "token" and first is None:
@@ -73,7 +73,7 @@ def main() -> None:
             reads, at = server_reads(model_path, at)
             a = answer
             ok = bool(golds) and any(norm(g) in norm(a.text) for g in golds) and any(c.doc_id == gold_doc for c in a.citations)
-            rows.append({"id": qid, "label": label, "form": "compact" if form == "on" else "tagged",
+            rows.append({"id": qid, "label": label, "form": "compact" if compact else "tagged",
                          "ttft_s": round(first - t0, 3) if first and a.mode == "llm" else None,
                          "abstained": a.abstained, "correct": ok, "reads": reads})
             print(json.dumps({k: rows[-1][k] for k in ("label", "form", "ttft_s", "correct", "reads")}), flush=True)

@@ -32,7 +32,7 @@ _END = object()
 PER_CALLER = max(1, os.cpu_count() or 1)
 _present: dict[str, int] = {}  # caller -> its answers running or waiting
 _running: dict[str, int] = {}  # caller -> its answers running
-_waiters: list[anyio.Event] = []  # woken whenever a share or a count changes; each checks again
+_waiters: list[anyio.Event] = []  # woken, oldest first, whenever an answer ends; each checks again
 
 
 def share() -> int:
